@@ -1,0 +1,107 @@
+"""Pipeline configuration (`castdata collect|run CONFIG.yaml`), validated with one-line errors.
+
+The collection keys sit at the top level; `label`, `build` and `publish` are sections for the later stages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from castdata.models.spec import ModelSpec
+
+
+class ConfigError(ValueError):
+    """A bad configuration; the message names the key and the allowed values."""
+
+
+class CollectConfig(BaseModel):
+    """What to collect: which tasks, how many trials, which models."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    domains: list[str] = Field(default_factory=lambda: ["retail"], min_length=1)
+    split: str = "test"
+    tasks: str | list[int] = "all"
+    trials: int = Field(default=4, ge=1)
+    agent: ModelSpec = Field(default_factory=ModelSpec)
+    user: ModelSpec = Field(default_factory=lambda: ModelSpec(model="scripted-user"))
+    max_steps: int = Field(default=30, ge=1)
+    max_errors: int = Field(default=5, ge=0)
+    concurrency: int = Field(default=32, ge=1)
+    seed: int = 0
+    out: str = "runs/demo"
+
+    @field_validator("tasks")
+    @classmethod
+    def _tasks_form(cls, value: str | list[int]) -> str | list[int]:
+        if isinstance(value, str) and value != "all" and not re.fullmatch(r"\d+-\d+", value):
+            raise ValueError("must be 'all', a list of task ids, or a range 'START-END' (inclusive)")
+        return value
+
+    def task_ids(self, available: int) -> list[int]:
+        """The selected task ids, given how many tasks a split has; raises ConfigError when out of range."""
+        if self.tasks == "all":
+            return list(range(available))
+        if isinstance(self.tasks, str):
+            start, end = (int(x) for x in self.tasks.split("-"))
+            ids = list(range(start, end + 1))
+        else:
+            ids = list(self.tasks)
+        for task_id in ids:
+            if not 0 <= task_id < available:
+                raise ConfigError(f"tasks: task id {task_id} out of range; allowed: 0..{available - 1}")
+        return ids
+
+    def fingerprint(self) -> str:
+        """A hash of everything that determines the episodes (not `out` or `concurrency`)."""
+        relevant = self.model_dump(mode="json", exclude={"out", "concurrency"})
+        return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class PipelineConfig(CollectConfig):
+    """`castdata run`: collection plus the label, build and (optional) publish stages."""
+
+    label: dict[str, Any] = Field(default_factory=dict)
+    build: dict[str, Any] = Field(default_factory=dict)
+    publish: dict[str, Any] | None = None
+
+    def collect_part(self) -> CollectConfig:
+        """Just the collection keys."""
+        return CollectConfig(**self.model_dump(include=set(CollectConfig.model_fields)))
+
+
+def _one_line(err: ValidationError, model: type[BaseModel]) -> str:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "config"
+    if first["type"] == "extra_forbidden":
+        parent = first["loc"][:-1]
+        fields: Any = model.model_fields
+        for part in parent:
+            annotation = fields[part].annotation if part in fields else None
+            fields = getattr(annotation, "model_fields", {})
+        return f"{where}: unknown key; allowed: {', '.join(fields)}"
+    return f"{where}: {first['msg']} (got {first.get('input')!r})"
+
+
+def load_config(path: str | Path, model: type[BaseModel] = PipelineConfig) -> Any:
+    """Read and validate a YAML config; every problem is a `ConfigError` naming the key."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}".splitlines()[0]) from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: must be a mapping of keys to values")
+    try:
+        return model(**raw)
+    except ValidationError as err:
+        raise ConfigError(_one_line(err, model)) from None

@@ -1,0 +1,6 @@
+"""tau-trait domains behind one adapter (`load_domain`)."""
+
+from castdata.envs.catalog import DOMAINS, SPLITS
+from castdata.envs.domain import RESPOND, Domain, Score, Task, ToolResult, UnknownName, load_domain
+
+__all__ = ["DOMAINS", "SPLITS", "RESPOND", "Domain", "Score", "Task", "ToolResult", "UnknownName", "load_domain"]

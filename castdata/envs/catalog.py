@@ -1,0 +1,72 @@
+"""What castdata knows about each tau-trait domain beyond what tau-trait declares.
+
+Tool kinds: `read` tools never change the database, `write` tools do (proved in
+`tests/test_envs.py` by replaying every gold solution), `transfer` ends the episode with a hand-off.
+`auth` tools identify the user; until one succeeds, the user is not authenticated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DOMAINS = ("retail", "airline", "telecom", "telehealth")
+SPLITS = ("train", "test", "dev")
+
+
+@dataclass(frozen=True)
+class DomainCatalog:
+    """Static facts about one domain."""
+
+    write_tools: frozenset[str]
+    transfer_tool: str | None  # telecom ships no transfer tool
+    auth_tools: frozenset[str]
+    auth_hint: str  # what the agent asks for to authenticate
+
+
+CATALOG: dict[str, DomainCatalog] = {
+    "retail": DomainCatalog(
+        write_tools=frozenset(
+            {
+                "cancel_pending_order",
+                "exchange_delivered_order_items",
+                "modify_pending_order_address",
+                "modify_pending_order_items",
+                "modify_pending_order_payment",
+                "modify_user_address",
+                "return_delivered_order_items",
+            }
+        ),
+        transfer_tool="transfer_to_human_agents",
+        auth_tools=frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"}),
+        auth_hint="your email address, or your first name, last name and zip code",
+    ),
+    "airline": DomainCatalog(
+        write_tools=frozenset(
+            {
+                "book_reservation",
+                "cancel_reservation",
+                "send_certificate",
+                "update_reservation_baggages",
+                "update_reservation_flights",
+                "update_reservation_passengers",
+            }
+        ),
+        transfer_tool="transfer_to_human_agents",
+        auth_tools=frozenset({"get_user_details"}),
+        auth_hint="your user id",
+    ),
+    "telecom": DomainCatalog(
+        write_tools=frozenset(
+            {"add_device", "create_support_ticket", "manage_billing", "manage_devices", "manage_service"}
+        ),
+        transfer_tool=None,
+        auth_tools=frozenset({"find_customer_by_email", "find_customer_by_phone"}),
+        auth_hint="your email address or phone number",
+    ),
+    "telehealth": DomainCatalog(
+        write_tools=frozenset({"cancel_appointment", "reschedule_appointment", "schedule_appointment"}),
+        transfer_tool="transfer_to_human_support",
+        auth_tools=frozenset({"find_patient_by_email", "find_patient_by_name_dob"}),
+        auth_hint="your email address, or your full name and date of birth",
+    ),
+}

@@ -1,0 +1,180 @@
+"""One adapter over a tau-trait domain: tools, policy, tasks, episode databases and the reward.
+
+Everything expensive happens once per process: the JSON tables are read once (`load_domain` is cached),
+and each task's gold end state is computed once (`Domain.gold_changes` is cached).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from castdata.envs.catalog import CATALOG, DOMAINS, SPLITS, DomainCatalog
+from castdata.envs.clock import episode_clock, fix_clock
+from castdata.envs.database import BaseDatabase, EpisodeDatabase, same_state
+from castdata.envs.tau_import import import_domain_module
+from castdata.records import Action
+
+RESPOND = "respond"
+
+
+class UnknownName(ValueError):
+    """An unknown domain, split or task id; the message names the allowed values."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: the user's hidden goal and one gold solution."""
+
+    domain: str
+    split: str
+    index: int
+    user_id: str
+    instruction: str
+    actions: tuple[Action, ...]
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call returned; `ok` is False for error observations."""
+
+    observation: str
+    ok: bool
+
+
+@dataclass(frozen=True)
+class Score:
+    """The tau-bench reward of one episode and its parts."""
+
+    reward: float
+    db_match: bool
+    outputs_found: tuple[str, ...]
+    outputs_missing: tuple[str, ...]
+
+
+class Domain:
+    """A tau-trait domain, loaded once per process by `load_domain`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.catalog: DomainCatalog = CATALOG[name]
+        tools_module = import_domain_module(name, "tools")
+        self.tools: dict[str, Any] = {tool.get_info()["function"]["name"]: tool for tool in tools_module.ALL_TOOLS}
+        for tool in self.tools.values():
+            fix_clock(inspect.getmodule(tool))
+        self.tool_schemas: list[dict[str, Any]] = [tool.get_info() for tool in tools_module.ALL_TOOLS]
+        self.policy: str = import_domain_module(name, "wiki").WIKI
+        self.rules: list[str] = list(import_domain_module(name, "rules").RULES)
+        self.base = BaseDatabase(import_domain_module(name, "data").load_data())
+        self._tasks: dict[str, tuple[Task, ...]] = {}
+
+    # -- tools ------------------------------------------------------------------------------------
+    def tool_kind(self, name: str) -> str:
+        """`write`, `transfer`, `read`, or `unknown` for a name that is no tool of this domain."""
+        if name in self.catalog.write_tools:
+            return "write"
+        if name == self.catalog.transfer_tool:
+            return "transfer"
+        return "read" if name in self.tools else "unknown"
+
+    def new_database(self) -> EpisodeDatabase:
+        """A private copy-on-write database for one episode."""
+        return self.base.episode()
+
+    def execute(self, db: EpisodeDatabase, name: str, kwargs: dict[str, Any]) -> ToolResult:
+        """Run one tool call. Unknown tools and bad arguments become error observations, never exceptions."""
+        tool = self.tools.get(name)
+        if tool is None:
+            return ToolResult(f"Error: unknown tool '{name}'. Available tools: {', '.join(self.tools)}", False)
+        if not isinstance(kwargs, dict):
+            return ToolResult(f"Error: arguments of '{name}' must be a JSON object", False)
+        try:
+            inspect.signature(tool.invoke).bind(data=db, **kwargs)
+        except TypeError as err:
+            return ToolResult(f"Error: bad arguments for '{name}': {err}", False)
+        try:
+            observation = tool.invoke(data=db, **kwargs)
+        except Exception as err:  # tau-bench semantics: a failing tool is an observation
+            return ToolResult(f"Error: {err}", False)
+        if not isinstance(observation, str):
+            observation = json.dumps(observation)
+        return ToolResult(observation, not observation.startswith("Error"))
+
+    # -- tasks ------------------------------------------------------------------------------------
+    def splits(self) -> tuple[str, ...]:
+        """The splits this domain ships tasks for."""
+        return tuple(split for split in SPLITS if self._task_module(split) is not None)
+
+    def tasks(self, split: str) -> tuple[Task, ...]:
+        """All tasks of a split, in tau-trait's order (the task id is the index)."""
+        if split not in self._tasks:
+            module = self._task_module(split)
+            if module is None:
+                raise UnknownName(f"split: unknown split '{split}' for domain '{self.name}'; allowed: {', '.join(self.splits())}")
+            raw = next(value for key, value in vars(module).items() if key.startswith("TASKS") and isinstance(value, list))
+            self._tasks[split] = tuple(
+                Task(
+                    domain=self.name,
+                    split=split,
+                    index=index,
+                    user_id=task.user_id,
+                    instruction=task.instruction,
+                    actions=tuple(Action(name=a.name, kwargs=a.kwargs) for a in task.actions),
+                    outputs=tuple(task.outputs),
+                )
+                for index, task in enumerate(raw)
+            )
+        return self._tasks[split]
+
+    def task(self, split: str, index: int) -> Task:
+        """One task by split and id."""
+        tasks = self.tasks(split)
+        if not 0 <= index < len(tasks):
+            raise UnknownName(f"tasks: task id {index} out of range for {self.name}/{split}; allowed: 0..{len(tasks) - 1}")
+        return tasks[index]
+
+    @functools.cache
+    def _task_module(self, split: str) -> ModuleType | None:
+        try:
+            module = import_domain_module(self.name, f"tasks_{split}")
+        except ModuleNotFoundError:
+            return None
+        has_tasks = any(key.startswith("TASKS") and isinstance(v, list) for key, v in vars(module).items())
+        return module if has_tasks else None
+
+    # -- reward -----------------------------------------------------------------------------------
+    def replay(self, actions: tuple[Action, ...] | list[Action]) -> EpisodeDatabase:
+        """Run tool actions on a fresh database under the episode clock (skips `respond` and transfers)."""
+        db = self.new_database()
+        with episode_clock():
+            for action in actions:
+                if action.name != RESPOND and self.tool_kind(action.name) != "transfer":
+                    self.execute(db, action.name, action.kwargs)
+        return db
+
+    @functools.cache
+    def gold_changes(self, split: str, index: int) -> dict:
+        """The records the gold solution changes (computed once per task and process)."""
+        return self.replay(self.task(split, index).actions).changes()
+
+    def score(self, task: Task, db: EpisodeDatabase, agent_messages: list[str]) -> Score:
+        """tau-bench's reward: the database equals the gold replay's, and every required output was said."""
+        db_match = same_state(self.base, db.changes(), self.gold_changes(task.split, task.index))
+        said = [message.lower().replace(",", "") for message in agent_messages]
+        found = tuple(output for output in task.outputs if any(output.lower() in text for text in said))
+        missing = tuple(output for output in task.outputs if output not in found)
+        reward = 1.0 if db_match and not missing else 0.0
+        return Score(reward, db_match, found, missing)
+
+
+@functools.cache
+def load_domain(name: str) -> Domain:
+    """The domain `name`, loaded once per process."""
+    if name not in DOMAINS:
+        raise UnknownName(f"domains: unknown domain '{name}'; allowed: {', '.join(DOMAINS)}")
+    return Domain(name)

@@ -1,0 +1,250 @@
+"""The offline default models (`backend: scripted`): a deterministic user and a noisy-oracle agent.
+
+A SIMULATION for demos and tests, not a model. The noisy oracle reads the task's gold solution (privileged
+information no real agent has) and plays it the way a careful agent would: ask for identity, authenticate,
+look up, state each change and ask for explicit confirmation, write, then tell the required outputs. With
+`options.mistakes` (probability per opportunity, per kind) it injects realistic mistakes and records each in
+the trajectory's `injected_mistakes`, which are ground truth for testing the labeler. Same seed, same output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from castdata.envs import RESPOND
+from castdata.models.base import EpisodeContext, Reply, ToolCall
+from castdata.models.spec import ModelSpec
+from castdata.records import Action, InjectedMistake
+
+MISTAKE_KINDS = (
+    "wrong_argument",  # a write with one argument changed to another plausible value (outcome-breaking)
+    "wrong_tool",  # a write through another write tool (outcome-breaking)
+    "no_confirmation",  # a write without asking the user to confirm first
+    "before_auth",  # a lookup before the user is authenticated
+    "premature_end",  # ending the conversation before a remaining write (outcome-breaking)
+    "missing_output",  # never telling the user a required output (outcome-breaking)
+    "two_tool_calls",  # two tool calls in one turn (only the first is executed)
+)
+OUTCOME_BREAKING = frozenset({"wrong_argument", "wrong_tool", "premature_end", "missing_output"})
+
+ANYTHING_ELSE = "Is there anything else I can help you with?"
+
+
+@dataclass
+class Move:
+    """One planned agent turn: a message (`say`) or tool calls (`calls`, only the first is executed)."""
+
+    say: str | None = None
+    calls: tuple[Action, ...] = ()
+    mistakes: tuple[str, ...] = ()
+
+
+class ScriptedBackend:
+    """`backend: scripted`: sessions for the noisy-oracle agent and the scripted user."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        unknown = set(spec.options) - {"mistakes"}
+        if unknown:
+            raise ValueError(f"options: unknown scripted option(s) {sorted(unknown)}; allowed: mistakes")
+        self.mistakes: dict[str, float] = dict(spec.options.get("mistakes", {}))
+        bad = set(self.mistakes) - set(MISTAKE_KINDS)
+        if bad:
+            raise ValueError(f"options.mistakes: unknown kind(s) {sorted(bad)}; allowed: {', '.join(MISTAKE_KINDS)}")
+
+    def agent_session(self, ctx: EpisodeContext) -> "NoisyOracleAgent":
+        return NoisyOracleAgent(ctx, self.mistakes)
+
+    def user_session(self, ctx: EpisodeContext) -> "ScriptedUser":
+        return ScriptedUser(ctx)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class NoisyOracleAgent:
+    """Plays the gold solution like a careful agent, injecting mistakes with the configured probabilities."""
+
+    def __init__(self, ctx: EpisodeContext, mistakes: dict[str, float]) -> None:
+        self.ctx = ctx
+        self.rng = ctx.rng("agent")
+        self.mistakes = mistakes
+        self.injected: list[InjectedMistake] = []
+        self.moves = self._plan()
+        self.turn = 0
+
+    def _roll(self, kind: str) -> bool:
+        return self.rng.random() < self.mistakes.get(kind, 0.0)
+
+    def _plan(self) -> list[Move]:
+        domain, task = self.ctx.domain, self.ctx.task
+        gold = [a for a in task.actions if a.name != RESPOND]
+        auth = next((a for a in gold if a.name in domain.catalog.auth_tools), None)
+        rest = [a for a in gold if a is not auth]
+        moves = [Move(say=f"I'd be happy to help. To get started, could you please provide {domain.catalog.auth_hint}?")]
+        if auth is not None:
+            first_read = next((i for i, a in enumerate(rest) if domain.tool_kind(a.name) == "read"), None)
+            if first_read is not None and self._roll("before_auth"):
+                moves.append(Move(calls=(rest.pop(first_read),), mistakes=("before_auth",)))
+            moves.append(Move(calls=(auth,)))
+        index = 0
+        while index < len(rest):
+            action = rest[index]
+            kind = domain.tool_kind(action.name)
+            following = rest[index + 1] if index + 1 < len(rest) else None
+            if kind == "write":
+                if self._roll("premature_end"):
+                    moves.append(Move(say=f"I have taken care of your request. {ANYTHING_ELSE}", mistakes=("premature_end",)))
+                    return moves
+                if self._roll("no_confirmation"):
+                    write = self._write(action)
+                    moves.append(Move(calls=write.calls, mistakes=("no_confirmation", *write.mistakes)))
+                else:
+                    moves.append(Move(say=self._confirmation(action)))
+                    moves.append(self._write(action))
+            elif kind == "read" and following is not None and domain.tool_kind(following.name) == "read" and self._roll("two_tool_calls"):
+                moves.append(Move(calls=(action, following), mistakes=("two_tool_calls",)))
+                moves.append(Move(calls=(following,)))
+                index += 1
+            else:
+                moves.append(Move(calls=(action,)))
+            index += 1
+        if task.outputs and self._roll("missing_output"):
+            moves.append(Move(say=f"Your request is complete. {ANYTHING_ELSE}", mistakes=("missing_output",)))
+        elif task.outputs:
+            moves.append(Move(say=f"Here is the information you asked for: {'; '.join(task.outputs)}. {ANYTHING_ELSE}"))
+        else:
+            moves.append(Move(say=f"Your request is complete. {ANYTHING_ELSE}"))
+        return moves
+
+    def _confirmation(self, action: Action) -> str:
+        what = action.name.replace("_", " ")
+        return f"I can {what} with these details: {json.dumps(action.kwargs)}. Do you confirm that I should proceed (yes/no)?"
+
+    def _write(self, action: Action) -> Move:
+        if self._roll("wrong_tool"):
+            other = _other_write_tool(self.ctx, action)
+            if other is not None:
+                return Move(calls=(other,), mistakes=("wrong_tool",))
+        if self._roll("wrong_argument"):
+            return Move(calls=(action,), mistakes=("wrong_argument",))
+        return Move(calls=(action,))
+
+    async def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        """The next planned turn; after the plan, a closing message."""
+        step = len(messages)
+        if self.turn >= len(self.moves):
+            return Reply(content=f"Thank you for contacting us. {ANYTHING_ELSE}")
+        move = self.moves[self.turn]
+        self.turn += 1
+        calls = list(move.calls)
+        for kind in move.mistakes:
+            detail = ""
+            if kind == "wrong_argument":
+                changed = perturb_arguments(calls[0], _visible_text(messages), self.ctx.domain, self.rng)
+                if changed is None:
+                    continue
+                calls[0], detail = changed
+            elif kind == "wrong_tool":
+                detail = f"called {calls[0].name}"
+            self.injected.append(InjectedMistake(kind=kind, step=step, outcome_breaking=kind in OUTCOME_BREAKING, detail=detail))
+        if move.say is not None:
+            return Reply(content=move.say)
+        return Reply(
+            tool_calls=[
+                ToolCall(id=f"call_{step}_{i}", name=a.name, arguments=dict(a.kwargs), raw_arguments=json.dumps(a.kwargs))
+                for i, a in enumerate(calls)
+            ]
+        )
+
+
+class ScriptedUser:
+    """A deterministic user: gives identifying details when asked, confirms, and stops when offered more help."""
+
+    PATIENCE = 3  # consecutive turns it does not understand before giving up
+
+    def __init__(self, ctx: EpisodeContext) -> None:
+        self.ctx = ctx
+        self.confused = 0
+
+    def _identity(self) -> str:
+        task, catalog = self.ctx.task, self.ctx.domain.catalog
+        auth = next((a for a in task.actions if a.name in catalog.auth_tools), None)
+        if auth is None:
+            return f"Sure, my user id is {task.user_id}."
+        details = ", ".join(f"my {key.replace('_', ' ')} is {value}" for key, value in auth.kwargs.items())
+        return f"Sure: {details}."
+
+    async def reply(self, agent_message: str | None) -> Reply:
+        """The user's next message."""
+        if agent_message is None:
+            return Reply(content="Hi! I need some help with a request about my account.")
+        text = agent_message.lower()
+        if "anything else" in text:
+            return Reply(content="No, that's all. Thank you! ###STOP###")
+        self.confused = 0
+        if "confirm" in text or "yes/no" in text:
+            return Reply(content="Yes, please proceed.")
+        if any(word in text for word in ("email", "zip", "user id", "date of birth", "phone", "your name")):
+            return Reply(content=self._identity())
+        self.confused += 1
+        if self.confused >= self.PATIENCE:
+            return Reply(content="I don't think we're getting anywhere. ###STOP###")
+        return Reply(content="Sorry, I'm not sure what you mean. Can you help me with my request?")
+
+
+def _visible_text(messages: list[dict[str, Any]]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in messages[1:])
+
+
+def _other_write_tool(ctx: EpisodeContext, action: Action) -> Action | None:
+    domain = ctx.domain
+    for name in sorted(domain.catalog.write_tools - {action.name}):
+        params = domain.tools[name].get_info()["function"]["parameters"]
+        required = set(params.get("required", []))
+        if required and required <= set(action.kwargs):
+            return Action(name=name, kwargs={k: v for k, v in action.kwargs.items() if k in params["properties"]})
+    return None
+
+
+def _alternative(value: Any, visible: str, enum: list[Any] | None, rng) -> Any:
+    """Another plausible value: one of the same shape seen in the conversation, another enum value, or a near miss."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        if enum:
+            others = [e for e in enum if e != value]
+            if others:
+                return rng.choice(others)
+        shape = re.sub(r"\d", r"\\d", re.escape(value))
+        if any(ch.isdigit() for ch in value):
+            seen = sorted(set(re.findall(rf"(?<![\w#]){shape}(?!\w)", visible)) - {value})
+            if seen:
+                return rng.choice(seen)
+            return value[:-1] + str((int(value[-1]) + 1) % 10) if value[-1].isdigit() else value + "1"
+        return value + " (changed)"
+    return None
+
+
+def perturb_arguments(action: Action, visible: str, domain, rng) -> tuple[Action, str] | None:
+    """`action` with one argument replaced by a plausible wrong value (ids preferred), or None if none can be."""
+    props = domain.tools[action.name].get_info()["function"]["parameters"].get("properties", {})
+    keys = sorted(action.kwargs, key=lambda k: (not k.endswith(("_id", "_ids")), k))
+    for key in keys:
+        value = action.kwargs[key]
+        if isinstance(value, list) and value:
+            i = rng.randrange(len(value))
+            new_item = _alternative(value[i], visible, None, rng)
+            if new_item is not None and new_item != value[i]:
+                new = list(value)
+                new[i] = new_item
+                return Action(name=action.name, kwargs={**action.kwargs, key: new}), f"{key}[{i}]: {value[i]!r} -> {new_item!r}"
+            continue
+        new_value = _alternative(value, visible, props.get(key, {}).get("enum"), rng)
+        if new_value is not None and new_value != value:
+            return Action(name=action.name, kwargs={**action.kwargs, key: new_value}), f"{key}: {value!r} -> {new_value!r}"
+    return None

@@ -1,0 +1,132 @@
+"""The trajectory record: one episode, as collected. Schema `castdata.trajectory/1`.
+
+Born in `castdata.rollout.episode`, written by `castdata.rollout.store`, read by
+`castdata.label`, `castdata.build` and `castdata.report`.
+
+`messages` are exactly what the agent saw, in OpenAI chat format (assistant `tool_calls[].function.arguments`
+is a dict). `meta` runs parallel to `messages` (timestamps, token usage, protocol violations).
+`privileged` holds what the agent never sees: the hidden instruction, the gold actions, the required outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from castdata.models.spec import ModelSpec
+
+TRAJECTORY_SCHEMA = "castdata.trajectory/1"
+
+TerminationReason = Literal[
+    "user_stop",
+    "transfer",
+    "max_steps",
+    "too_many_errors",
+    "agent_error",
+    "user_error",
+    "infrastructure_error",
+]
+
+
+class Action(BaseModel):
+    """A tool call (or the `respond` pseudo-action) by name and keyword arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class Usage(BaseModel):
+    """Token usage and latency of one model call."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+
+
+class MessageMeta(BaseModel):
+    """Side information for `messages[i]`: when it was made and what it cost.
+
+    `violation` names a protocol violation of the agent turn (`multiple_tool_calls`,
+    `tool_call_with_text`, `malformed_tool_call`, `unknown_tool`), with the raw output in `raw`.
+    """
+
+    t: float
+    usage: Usage | None = None
+    violation: str | None = None
+    raw: Any = None
+
+
+class Outcome(BaseModel):
+    """How the episode ended and how it was scored (tau-bench semantics)."""
+
+    reward: float
+    db_match: bool
+    outputs_found: list[str] = Field(default_factory=list)
+    outputs_missing: list[str] = Field(default_factory=list)
+    termination_reason: TerminationReason
+    error: str | None = None
+
+
+class Privileged(BaseModel):
+    """What the agent never sees: the user's hidden goal and one gold solution."""
+
+    user_id: str
+    instruction: str
+    gold_actions: list[Action]
+    required_outputs: list[str]
+
+
+class InjectedMistake(BaseModel):
+    """A mistake the scripted noisy-oracle agent made on purpose (ground truth for the labeler)."""
+
+    kind: str
+    step: int
+    outcome_breaking: bool
+    detail: str = ""
+
+
+class Trajectory(BaseModel):
+    """One episode of one task, one trial."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    schema_: str = Field(default=TRAJECTORY_SCHEMA, alias="schema")
+    id: str
+    domain: str
+    split: str
+    task_id: int
+    trial: int
+    seed: int
+    agent: ModelSpec
+    user: ModelSpec
+    tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    meta: list[MessageMeta]
+    outcome: Outcome
+    privileged: Privileged
+    injected_mistakes: list[InjectedMistake] = Field(default_factory=list)
+    started_at: float
+    ended_at: float
+
+    def to_json(self) -> str:
+        """One JSON line (no trailing newline)."""
+        return self.model_dump_json(by_alias=True)
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        """The episode key that resume and pass^k group by."""
+        return (self.domain, self.split, self.task_id, self.trial)
+
+    @property
+    def counts_for_pass_k(self) -> bool:
+        """Infrastructure failures say nothing about the agent: they are excluded from pass^k and training."""
+        return self.outcome.termination_reason != "infrastructure_error"
+
+
+def episode_id(domain: str, split: str, task_id: int, trial: int) -> str:
+    """The stable id of an episode within a run."""
+    return f"{domain}.{split}.{task_id}.{trial}"

@@ -1,0 +1,70 @@
+"""`castdata report`: pass^k, turns and termination reasons per domain and agent model (polars)."""
+
+from __future__ import annotations
+
+from math import comb
+from pathlib import Path
+
+import polars as pl
+
+from castdata.records import Trajectory
+from castdata.rollout.store import read_trajectories
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """tau-bench's pass^k for one task: the chance that k trials drawn from n (c successes) all succeed."""
+    return comb(c, k) / comb(n, k)
+
+
+def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
+    """One row per episode: domain, agent, task, trial, success, turns, termination reason."""
+    return pl.DataFrame(
+        {
+            "domain": [r.domain for r in records],
+            "agent": [r.agent.label for r in records],
+            "task_id": [r.task_id for r in records],
+            "trial": [r.trial for r in records],
+            "success": [r.outcome.reward == 1.0 for r in records],
+            "turns": [sum(1 for m in r.messages if m["role"] == "assistant") for r in records],
+            "termination": [r.outcome.termination_reason for r in records],
+        },
+        schema={"domain": pl.Utf8, "agent": pl.Utf8, "task_id": pl.Int64, "trial": pl.Int64,
+                "success": pl.Boolean, "turns": pl.Int64, "termination": pl.Utf8},
+    )
+
+
+def pass_k_table(episodes: pl.DataFrame) -> pl.DataFrame:
+    """pass^1..pass^n per (domain, agent), n the fewest trials any task has; infrastructure errors excluded."""
+    counted = episodes.filter(pl.col("termination") != "infrastructure_error")
+    per_task = counted.group_by("domain", "agent", "task_id").agg(
+        n=pl.len(), c=pl.col("success").sum().cast(pl.Int64)
+    )
+    rows = []
+    for (domain, agent), group in per_task.group_by("domain", "agent", maintain_order=True):
+        n_min = int(group["n"].min())
+        for k in range(1, n_min + 1):
+            scores = [pass_hat_k(n, c, k) for n, c in zip(group["n"], group["c"])]
+            rows.append({"domain": domain, "agent": agent, "k": k, "pass_k": sum(scores) / len(scores), "tasks": len(scores)})
+    return pl.DataFrame(rows, schema={"domain": pl.Utf8, "agent": pl.Utf8, "k": pl.Int64, "pass_k": pl.Float64, "tasks": pl.Int64}).sort("domain", "agent", "k")
+
+
+def summarize(run_dir: Path) -> dict:
+    """Everything `castdata report` shows, as plain data."""
+    episodes = episodes_frame(read_trajectories(run_dir))
+    groups = []
+    for (domain, agent), group in episodes.group_by("domain", "agent", maintain_order=True):
+        counted = group.filter(pl.col("termination") != "infrastructure_error")
+        passes = pass_k_table(group)
+        groups.append(
+            {
+                "domain": domain,
+                "agent": agent,
+                "episodes": group.height,
+                "tasks": group["task_id"].n_unique(),
+                "infrastructure_errors": group.height - counted.height,
+                "mean_turns": float(counted["turns"].mean() or 0.0),
+                "pass_k": {int(k): round(float(v), 6) for k, v in zip(passes["k"], passes["pass_k"])},
+                "terminations": dict(sorted(zip(*group["termination"].value_counts().to_dict(as_series=False).values()))),
+            }
+        )
+    return {"run_dir": str(run_dir), "groups": sorted(groups, key=lambda g: (g["domain"], g["agent"]))}

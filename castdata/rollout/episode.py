@@ -1,0 +1,165 @@
+"""The episode loop (the orchestrator): agent turns, tool execution, user turns, termination, scoring.
+
+An agent turn is one message to the user or one tool call. When a model emits several tool calls, or a
+tool call together with text, only the first call is executed (as tau-bench does) and the violation is
+recorded in the message's `meta`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from castdata.envs import RESPOND, Domain, Task
+from castdata.envs.clock import episode_clock
+from castdata.models.base import Backend, EpisodeContext, InfrastructureError, ModelOutputError, Reply
+from castdata.models.spec import ModelSpec
+from castdata.records import Action, MessageMeta, Outcome, Privileged, Trajectory, episode_id
+
+STOP = "###STOP###"
+TRANSFER = "###TRANSFER###"
+
+
+class _Transcript:
+    """Messages as the agent sees them, with their parallel `meta`."""
+
+    def __init__(self, system_prompt: str) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.meta: list[MessageMeta] = []
+        self.add({"role": "system", "content": system_prompt})
+
+    def add(self, message: dict[str, Any], reply: Reply | None = None, violation: str | None = None, raw: Any = None) -> None:
+        self.messages.append(message)
+        self.meta.append(MessageMeta(t=time.time(), usage=reply.usage if reply else None, violation=violation, raw=raw))
+
+    def agent_said(self) -> list[str]:
+        return [m["content"] for m in self.messages if m["role"] == "assistant" and not m.get("tool_calls") and m.get("content")]
+
+
+def system_prompt(domain: Domain) -> str:
+    """The agent's system prompt: the domain policy."""
+    return domain.policy
+
+
+async def run_episode(
+    domain: Domain,
+    task: Task,
+    trial: int,
+    seed: int,
+    agent: Backend,
+    user: Backend,
+    agent_spec: ModelSpec,
+    user_spec: ModelSpec,
+    max_steps: int = 30,
+    max_errors: int = 5,
+) -> Trajectory:
+    """Run one episode of `task` and return its record."""
+    started = time.time()
+    ctx = EpisodeContext(domain=domain, task=task, seed=seed)
+    agent_session, user_session = agent.agent_session(ctx), user.user_session(ctx)
+    db = domain.new_database()
+    transcript = _Transcript(system_prompt(domain))
+    reason, error, steps, errors = None, None, 0, 0
+    with episode_clock():
+        try:
+            first = await user_session.reply(None)
+            transcript.add({"role": "user", "content": first.content or ""}, first)
+            while reason is None:
+                if steps >= max_steps:
+                    reason = "max_steps"
+                    break
+                reply = await agent_session.act(transcript.messages, domain.tool_schemas)
+                steps += 1
+                if reply.tool_calls:
+                    ok, reason = _tool_turn(domain, db, transcript, reply, steps)
+                    errors += 0 if ok else 1
+                    if reason is None and errors > max_errors:
+                        reason = "too_many_errors"
+                    continue
+                text = reply.content or ""
+                transcript.add({"role": "assistant", "content": text}, reply, violation=None if text else "empty_reply")
+                answer = await user_session.reply(text)
+                transcript.add({"role": "user", "content": answer.content or ""}, answer)
+                if STOP in (answer.content or ""):
+                    reason = "user_stop"
+                elif TRANSFER in (answer.content or ""):
+                    reason = "transfer"
+        except InfrastructureError as err:
+            reason, error = "infrastructure_error", str(err)
+        except ModelOutputError as err:
+            reason, error = f"{err.role}_error", str(err)
+    score = domain.score(task, db, transcript.agent_said())
+    injected = getattr(agent_session, "injected", [])
+    return Trajectory(
+        id=episode_id(domain.name, task.split, task.index, trial),
+        domain=domain.name,
+        split=task.split,
+        task_id=task.index,
+        trial=trial,
+        seed=seed,
+        agent=agent_spec,
+        user=user_spec,
+        tools=domain.tool_schemas,
+        messages=transcript.messages,
+        meta=transcript.meta,
+        outcome=Outcome(
+            reward=score.reward if reason != "infrastructure_error" else 0.0,
+            db_match=score.db_match,
+            outputs_found=list(score.outputs_found),
+            outputs_missing=list(score.outputs_missing),
+            termination_reason=reason,
+            error=error,
+        ),
+        privileged=Privileged(
+            user_id=task.user_id,
+            instruction=task.instruction,
+            gold_actions=list(task.actions),
+            required_outputs=list(task.outputs),
+        ),
+        injected_mistakes=list(injected),
+        started_at=started,
+        ended_at=time.time(),
+    )
+
+
+def _tool_turn(domain: Domain, db, transcript: _Transcript, reply: Reply, step: int) -> tuple[bool, str | None]:
+    """Execute the first tool call of `reply`; returns (tool succeeded, termination reason or None)."""
+    call = reply.tool_calls[0]
+    violation = None
+    if len(reply.tool_calls) > 1:
+        violation = "multiple_tool_calls"
+    elif reply.content:
+        violation = "tool_call_with_text"
+    raw = [{"name": c.name, "arguments": c.raw_arguments} for c in reply.tool_calls] if violation else None
+    if call.arguments is None:
+        violation, raw = "malformed_tool_call", {"name": call.name, "arguments": call.raw_arguments}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": reply.content or None,
+        "tool_calls": [{"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments or {}}}],
+    }
+    if call.arguments is None:
+        observation, ok = f"Error: the arguments of '{call.name}' are not a JSON object: {call.raw_arguments!r}", False
+    else:
+        result = domain.execute(db, call.name, call.arguments)
+        observation, ok = result.observation, result.ok
+        if domain.tool_kind(call.name) == "unknown":
+            violation = violation or "unknown_tool"
+    transcript.add(message, reply, violation=violation, raw=raw)
+    transcript.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation})
+    transferred = ok and domain.tool_kind(call.name) == "transfer"
+    return ok, ("transfer" if transferred else None)
+
+
+def actions_of(trajectory: Trajectory) -> list[tuple[int, Action]]:
+    """Every agent action of a record as (message index, action): tool calls and `respond` messages."""
+    found = []
+    for index, message in enumerate(trajectory.messages):
+        if message["role"] != "assistant":
+            continue
+        if message.get("tool_calls"):
+            function = message["tool_calls"][0]["function"]
+            found.append((index, Action(name=function["name"], kwargs=function["arguments"])))
+        else:
+            found.append((index, Action(name=RESPOND, kwargs={"content": message.get("content") or ""})))
+    return found

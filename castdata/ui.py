@@ -1,0 +1,29 @@
+"""Terminal rendering of reports (rich tables)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+
+def print_report(summary: dict) -> None:
+    """Print `castdata report`'s summary as tables."""
+    console = Console()
+    if not summary["groups"]:
+        console.print(f"no episodes in {summary['run_dir']}")
+        return
+    ks = sorted({k for group in summary["groups"] for k in group["pass_k"]})
+    table = Table(title=f"pass^k - {summary['run_dir']}")
+    for column in ("domain", "agent", "tasks", "episodes", "mean turns", *(f"pass^{k}" for k in ks)):
+        table.add_column(column, justify="right" if column not in ("domain", "agent") else "left")
+    for group in summary["groups"]:
+        passes = [f"{group['pass_k'][k]:.3f}" if k in group["pass_k"] else "" for k in ks]
+        table.add_row(group["domain"], group["agent"], str(group["tasks"]), str(group["episodes"]), f"{group['mean_turns']:.1f}", *passes)
+    console.print(table)
+    reasons = Table(title="termination reasons")
+    reasons.add_column("domain")
+    reasons.add_column("agent")
+    reasons.add_column("reasons")
+    for group in summary["groups"]:
+        reasons.add_row(group["domain"], group["agent"], ", ".join(f"{k}={v}" for k, v in group["terminations"].items()))
+    console.print(reasons)
