@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from castdata.models.base import Backend
+from typing import TYPE_CHECKING
+
 from castdata.models.spec import ModelSpec, Sampling
+
+if TYPE_CHECKING:
+    from castdata.models.base import Backend
 
 
 def open_backend(spec: ModelSpec) -> Backend:
@@ -15,4 +19,4 @@ def open_backend(spec: ModelSpec) -> Backend:
     raise ValueError(f"backend: '{spec.backend}' is not available in this version; allowed: scripted")
 
 
-__all__ = ["Backend", "ModelSpec", "Sampling", "open_backend"]
+__all__ = ["ModelSpec", "Sampling", "open_backend"]

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from castdata.envs import Domain, Task
 from castdata.records import Usage
+
+if TYPE_CHECKING:
+    from castdata.envs import Domain, Task
 
 
 class InfrastructureError(RuntimeError):
