@@ -60,6 +60,9 @@ class ScriptedBackend:
     def user_session(self, ctx: EpisodeContext) -> "ScriptedUser":
         return ScriptedUser(ctx)
 
+    async def complete(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None) -> Reply:
+        raise NotImplementedError("the scripted backend only plays agents and users; use a model backend here")
+
     async def aclose(self) -> None:
         return None
 
