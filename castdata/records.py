@@ -46,6 +46,16 @@ class Usage(BaseModel):
     latency_s: float = 0.0
     cost_usd: float | None = None
 
+    def __add__(self, other: Usage) -> Usage:
+        """The sum of two usages; the cost is unknown (None) only when both costs are."""
+        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            latency_s=self.latency_s + other.latency_s,
+            cost_usd=sum(costs) if costs else None,
+        )
+
 
 class MessageMeta(BaseModel):
     """Side information for `messages[i]`: when it was made and what it cost.
@@ -120,6 +130,10 @@ class Trajectory(BaseModel):
     def key(self) -> tuple[str, str, int, int]:
         """The episode key that resume and pass^k group by."""
         return (self.domain, self.split, self.task_id, self.trial)
+
+    def usage_total(self) -> Usage:
+        """Token usage, model latency and cost of the whole episode (agent and user models together)."""
+        return sum((m.usage for m in self.meta if m.usage is not None), Usage())
 
     @property
     def counts_for_pass_k(self) -> bool:

@@ -49,11 +49,12 @@ class Reply:
 class HubError(Exception):
     """A failure answered the Hub's way: JSON `{"error"}` plus `X-Error-Code`/`X-Error-Message`."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, headers: dict | None = None, **extra: Any):
+    def __init__(
+        self, status: int, message: str, code: str | None = None, headers: dict | None = None, **extra: Any
+    ):
         super().__init__(message)
-        self.reply = Reply(status, {"error": message, **extra}, {"X-Error-Message": message, **(headers or {})})
-        if code:
-            self.reply.headers["X-Error-Code"] = code
+        headers = {"X-Error-Message": message, **({"X-Error-Code": code} if code else {}), **(headers or {})}
+        self.reply = Reply(status, {"error": message, **extra}, headers)
 
 
 def git_blob_oid(data: bytes) -> str:
@@ -164,7 +165,8 @@ class _Hub:
     @staticmethod
     def _new_commit(repo: dict, branch: str, tree: dict, message: str) -> str:
         """Record a snapshot on top of `branch` (created if new) and move the branch to it."""
-        snapshot = {"parent": repo["refs"]["heads"].get(branch), "message": message, "date": _now(), "tree": tree}
+        parent = repo["refs"]["heads"].get(branch)
+        snapshot = {"parent": parent, "message": message, "date": _now(), "tree": tree}
         commit = hashlib.sha1(json.dumps(snapshot, sort_keys=True).encode() + os.urandom(8)).hexdigest()
         repo["commits"][commit] = snapshot
         repo["refs"]["heads"][branch] = commit
@@ -179,10 +181,12 @@ class _Hub:
         repo_id = f"{namespace}/{payload['name']}"
         if self._repo_path(repo_type, repo_id).exists():
             # exist_ok callers read the url from this answer
-            raise HubError(409, f"You already created this {repo_type} repo", url=self._repo_url(repo_type, repo_id))
+            url = self._repo_url(repo_type, repo_id)
+            raise HubError(409, f"You already created this {repo_type} repo", url=url)
         private = bool(payload.get("private")) or payload.get("visibility") == "private"
         repo = {"private": private, "created": _now(), "refs": {"heads": {}, "tags": {}}, "commits": {}}
-        self._new_commit(repo, "main", {".gitattributes": self._regular_entry(GITATTRIBUTES)}, "initial commit")
+        tree = {".gitattributes": self._regular_entry(GITATTRIBUTES)}  # as the Hub's first commit
+        self._new_commit(repo, "main", tree, "initial commit")
         self._save(repo_type, repo_id, repo)
         return Reply(200, {"url": self._repo_url(repo_type, repo_id), "name": repo_id, "id": repo_id})
 
@@ -282,8 +286,8 @@ class _Hub:
                 files.append(file_path)
         if path and not files and not folders:
             raise HubError(404, f"Entry not found: {path}", "EntryNotFound", {"X-Repo-Commit": commit})
-        listing = [_folder_info(tree, f) for f in sorted(folders)] + [_file_info(f, tree[f]) for f in sorted(files)]
-        return Reply(200, listing)
+        listing = [_folder_info(tree, f) for f in sorted(folders)]
+        return Reply(200, listing + [_file_info(f, tree[f]) for f in sorted(files)])
 
     def paths_info(self, repo_type: str, repo_id: str, revision: str, paths: list[str]) -> Reply:
         """Files and folders among `paths`; missing ones are left out."""
@@ -307,7 +311,8 @@ class _Hub:
             lfs = file["path"].endswith(LFS_SUFFIXES) or file["size"] >= LFS_MIN_SIZE or b"\0" in sample
             remote = snapshot["tree"].get(file["path"])
             oid = None if remote is None else remote["sha256"] if remote["lfs"] else remote["oid"]
-            files.append({"path": file["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False, "oid": oid})
+            mode = "lfs" if lfs else "regular"
+            files.append({"path": file["path"], "uploadMode": mode, "shouldIgnore": False, "oid": oid})
         return Reply(200, {"files": files, "commitOid": commit})
 
     def lfs_batch(self, repo_type: str, repo_id: str, payload: dict) -> Reply:
@@ -319,7 +324,8 @@ class _Hub:
         for obj in payload["objects"]:
             answer = {"oid": obj["oid"], "size": obj["size"], "authenticated": True}
             if not self._blob(obj["oid"]).exists():
-                answer["actions"] = {"upload": {"href": f"{self.url}/lfs-upload/{obj['oid']}", "expires_in": 3600}}
+                href = f"{self.url}/lfs-upload/{obj['oid']}"
+                answer["actions"] = {"upload": {"href": href, "expires_in": 3600}}
             objects.append(answer)
         return Reply(200, {"transfer": "basic", "objects": objects, "hash_algo": "sha256"})
 
@@ -386,7 +392,7 @@ class _Hub:
             raise HubError(404, f"Entry not found: {path}", "EntryNotFound", {"X-Repo-Commit": commit})
         data = self._blob(entry["sha256"]).read_bytes()
         etag = f'"{entry["sha256"] if entry["lfs"] else entry["oid"]}"'
-        headers = {"X-Repo-Commit": commit, "ETag": etag, "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
+        headers = {"X-Repo-Commit": commit, "ETag": etag, "Accept-Ranges": "bytes"}
         if entry["lfs"]:
             headers.update({"X-Linked-Etag": etag, "X-Linked-Size": str(entry["size"])})
         if not byte_range:
@@ -405,7 +411,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet: tests read `requests`
         pass
 
-    def do_GET(self) -> None:
+    def _handle(self) -> None:
         raw_path, _, query = self.path.partition("?")
         body = self._read_body()
         self.server.requests.append((self.command, unquote(raw_path)))
@@ -419,7 +425,7 @@ class _Handler(BaseHTTPRequestHandler):
             reply = HubError(500, f"{type(err).__name__}: {err}").reply
         self._send(reply)
 
-    do_HEAD = do_POST = do_PUT = do_DELETE = do_GET
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = _handle
 
     def _read_body(self) -> bytes:
         """The request body, plain or with chunked transfer encoding (used by LFS uploads)."""
@@ -466,7 +472,8 @@ class _Handler(BaseHTTPRequestHandler):
                 case ("POST", [namespace, name, "info", "lfs", "objects", "batch"]) if name.endswith(".git"):
                     return hub.lfs_batch(repo_type, f"{namespace}/{name[:-4]}", json.loads(body))
                 case ("GET" | "HEAD", [namespace, name, "resolve", revision, *path]) if path:
-                    return hub.resolve(repo_type, f"{namespace}/{name}", revision, "/".join(path), self.headers.get("Range"))
+                    byte_range = self.headers.get("Range")
+                    return hub.resolve(repo_type, f"{namespace}/{name}", revision, "/".join(path), byte_range)
         raise HubError(404, f"This test hub has no route for {method} {self.path}")
 
     def _route_repo_api(self, repo_type: str, repo_id: str, rest: list[str], query: dict, body: bytes) -> Reply:
@@ -521,7 +528,9 @@ class HubServer:
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
         self._httpd.hub = _Hub(self.root, self.url)
         self._httpd.requests = self.requests
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="hub-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="hub-server", daemon=True
+        )
         self._thread.start()
         return self
 

@@ -68,6 +68,14 @@ def test_model_and_tokenizer_reload(model_dir: Path, tokenizer: transformers.Pre
     assert tokenizer.pad_token == "<|endoftext|>"
     assert model.generation_config.eos_token_id == [tokenizer.eos_token_id, tokenizer.pad_token_id]
     assert tokenizer.chat_template == QWEN3_CHAT_TEMPLATE_PATH.read_text(encoding="utf-8")
+    # TRL keeps a byte-exact copy of the Qwen3 template (checked weekly against the Hub) to recognise Qwen3 by.
+    assert tokenizer.chat_template == chat_template_utils.qwen3_chat_template
+
+
+def test_tokenizer_is_byte_level(tokenizer: transformers.PreTrainedTokenizerBase) -> None:
+    text = "Ünïcode never seen in training: 你好 🚚 — ok\t\r\n"
+
+    assert tokenizer.decode(tokenizer.encode(text)) == text
 
 
 def test_added_tokens_are_atomic_and_only_chat_tokens_are_special(
@@ -88,6 +96,15 @@ def test_build_is_deterministic(model_dir: Path, tmp_path: Path) -> None:
         assert (again / path.name).read_bytes() == path.read_bytes(), path.name
 
 
+def test_custom_corpus_and_sizes(tmp_path: Path) -> None:
+    out = build_tiny_qwen3(tmp_path, corpus=["How can I help you today?"] * 4, vocab_size=300, hidden_size=32, layers=1)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out)
+    config = transformers.AutoConfig.from_pretrained(out)
+
+    assert len(tokenizer) <= 300
+    assert (config.vocab_size, config.hidden_size, config.num_hidden_layers) == (len(tokenizer), 32, 1)
+
+
 def test_chat_template_renders_tools_tool_calls_and_responses(tokenizer: transformers.PreTrainedTokenizerBase) -> None:
     text = tokenizer.apply_chat_template(
         MESSAGES[:-1], tools=TOOLS, tokenize=False, add_generation_prompt=True, enable_thinking=False
@@ -103,7 +120,11 @@ def test_chat_template_renders_tools_tool_calls_and_responses(tokenizer: transfo
 def test_generate(model_dir: Path, tokenizer: transformers.PreTrainedTokenizerBase) -> None:
     model = transformers.AutoModelForCausalLM.from_pretrained(model_dir)
     inputs = tokenizer.apply_chat_template(
-        MESSAGES[:2], tools=TOOLS, add_generation_prompt=True, enable_thinking=False, return_dict=True,
+        MESSAGES[:2],
+        tools=TOOLS,
+        add_generation_prompt=True,
+        enable_thinking=False,
+        return_dict=True,
         return_tensors="pt",
     )
     prompt_length = inputs["input_ids"].shape[1]
@@ -123,8 +144,13 @@ def test_trl_training_template_masks_exactly_the_assistant_turns(
     assert training_template == chat_template_utils.qwen3_training_chat_template
 
     encoding = tokenizer.apply_chat_template(
-        MESSAGES, tools=TOOLS, chat_template=training_template, enable_thinking=False, tokenize=True,
-        return_dict=True, return_assistant_tokens_mask=True,
+        MESSAGES,
+        tools=TOOLS,
+        chat_template=training_template,
+        enable_thinking=False,
+        tokenize=True,
+        return_dict=True,
+        return_assistant_tokens_mask=True,
     )
     ids, mask = encoding["input_ids"], encoding["assistant_masks"]
     spans: list[list[int]] = []

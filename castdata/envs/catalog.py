@@ -2,7 +2,8 @@
 
 Tool kinds: `read` tools never change the database, `write` tools do (proved in
 `tests/test_envs.py` by replaying every gold solution), `transfer` ends the episode with a hand-off.
-`auth` tools identify the user; until one succeeds, the user is not authenticated.
+A write tool may leave the data unchanged on some calls (a refusal, a `list` action, an update to the
+same value); a read tool never changes it. `auth` tools identify the user; until one succeeds, the user is not authenticated.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ CATALOG: dict[str, DomainCatalog] = {
     ),
     "telecom": DomainCatalog(
         write_tools=frozenset(
-            {"add_device", "create_support_ticket", "manage_billing", "manage_devices", "manage_service"}
+            {"add_device", "create_support_ticket", "manage_billing", "manage_service"}
         ),
         transfer_tool=None,
         auth_tools=frozenset({"find_customer_by_email", "find_customer_by_phone"}),

@@ -233,10 +233,12 @@ def _alternative(value: Any, visible: str, enum: list[Any] | None, rng) -> Any:
     return None
 
 
-def perturb_arguments(action: Action, visible: str, domain, rng) -> tuple[Action, str] | None:
-    """`action` with one argument replaced by a plausible wrong value (ids preferred), or None if none can be."""
+def perturb_arguments(action: Action, visible: str, domain, rng, keys: list[str] | None = None) -> tuple[Action, str] | None:
+    """`action` with one argument (of `keys`, default all, ids first) replaced by a plausible wrong value,
+    or None if none can be."""
     props = domain.tools[action.name].get_info()["function"]["parameters"].get("properties", {})
-    keys = sorted(action.kwargs, key=lambda k: (not k.endswith(("_id", "_ids")), k))
+    if keys is None:
+        keys = sorted(action.kwargs, key=lambda k: (not k.endswith(("_id", "_ids")), k))
     for key in keys:
         value = action.kwargs[key]
         if isinstance(value, list) and value:

@@ -1,0 +1,166 @@
+"""The column types of every dataset config, and their conversion to Arrow tables.
+
+Storage rule: every heterogeneous value (tool-call arguments, tool schemas, action kwargs, model specs,
+`chat_template_kwargs`, `extra`) is a `datasets.Json()` value. Arrow stores it as a JSON string (the
+`arrow.json` extension type) and `datasets` decodes it back to Python objects on load, so a tool call's
+`arguments` is a dict of exactly its own arguments (no struct schema merged across rows) and `tools` is a
+list of dicts, as TRL and `tokenizer.apply_chat_template` want them. Everything else is a plain typed column.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from datasets import Features, Json, List, Value
+
+STRING, INT, FLOAT, BOOL = Value("string"), Value("int64"), Value("float64"), Value("bool")
+
+TOOL_CALL = {"id": STRING, "type": STRING, "function": {"name": STRING, "arguments": Json()}}
+MESSAGE = {
+    "role": STRING,
+    "content": STRING,
+    "reasoning_content": STRING,
+    "tool_calls": List(TOOL_CALL),
+    "name": STRING,
+    "tool_call_id": STRING,
+}
+MESSAGES = List(MESSAGE)
+TOOLS = List(Json())
+ACTION = {"name": STRING, "kwargs": Json()}
+
+EPISODE = {"run": STRING, "trajectory_id": STRING, "task": STRING, "domain": STRING, "agent_model": STRING}
+"""Columns every row carries: the run directory's name, the episode id, the task key
+(`domain.benchmark_split.task_id`, the unit of the train/validation/test split), the domain and the agent model."""
+
+CONFIGS: dict[str, Features] = {
+    "trajectories": Features(
+        {
+            **EPISODE,
+            "benchmark_split": STRING,
+            "task_id": INT,
+            "trial": INT,
+            "seed": INT,
+            "agent": Json(),
+            "user_model": STRING,
+            "user": Json(),
+            "tools": TOOLS,
+            "messages": MESSAGES,
+            "meta": List(
+                {
+                    "t": FLOAT,
+                    "usage": {"prompt_tokens": INT, "completion_tokens": INT, "latency_s": FLOAT, "cost_usd": FLOAT},
+                    "violation": STRING,
+                    "raw": Json(),
+                }
+            ),
+            "outcome": {
+                "reward": FLOAT,
+                "db_match": BOOL,
+                "outputs_found": List(STRING),
+                "outputs_missing": List(STRING),
+                "termination_reason": STRING,
+                "error": STRING,
+            },
+            "privileged": {
+                "user_id": STRING,
+                "instruction": STRING,
+                "gold_actions": List(ACTION),
+                "required_outputs": List(STRING),
+            },
+            "injected_mistakes": List({"kind": STRING, "step": INT, "outcome_breaking": BOOL, "detail": STRING}),
+            "started_at": FLOAT,
+            "ended_at": FLOAT,
+        }
+    ),
+    "labels": Features(
+        {
+            **EPISODE,
+            "benchmark_split": STRING,
+            "task_id": INT,
+            "trial": INT,
+            "step": INT,
+            "action": ACTION,
+            "verdict": STRING,
+            "severity": STRING,
+            "categories": List(STRING),
+            "policy_refs": List({"clause_id": STRING, "quote": STRING}),
+            "evidence": List({"step": INT, "source": STRING, "quote": STRING}),
+            "rationale": {"observed": STRING, "required": STRING, "assessment": STRING},
+            "expected_action": ACTION,
+            "label_source": {
+                "method": STRING,
+                "signals": List(STRING),
+                "teacher_model": STRING,
+                "mc_success_before": FLOAT,
+                "mc_success_after": FLOAT,
+                "agreement": BOOL,
+            },
+            "first_critical_error": BOOL,
+            "after_first_error": BOOL,
+            "extra": Json(),
+        }
+    ),
+    "critic_sft": Features(
+        {
+            "messages": MESSAGES,
+            "chat_template_kwargs": Json(),
+            **EPISODE,
+            "step": INT,
+            "verdict": STRING,
+            "severity": STRING,
+            "categories": List(STRING),
+        }
+    ),
+    "policy_sft": Features(
+        {
+            "messages": MESSAGES,
+            "tools": TOOLS,
+            "chat_template_kwargs": Json(),
+            **EPISODE,
+            "kind": STRING,
+            "step": INT,
+        }
+    ),
+    "policy_dpo": Features(
+        {
+            "prompt": MESSAGES,
+            "chosen": MESSAGES,
+            "rejected": MESSAGES,
+            "tools": TOOLS,
+            "chat_template_kwargs": Json(),
+            **EPISODE,
+            "step": INT,
+            "categories": List(STRING),
+        }
+    ),
+    "critic_prm": Features(
+        {
+            "prompt": STRING,
+            "completions": List(STRING),
+            "labels": List(BOOL),
+            **EPISODE,
+            "steps": List(INT),
+        }
+    ),
+}
+"""Every config of a castdata dataset, in the order the card lists them."""
+
+
+def _storage_type(arrow_type: pa.DataType) -> pa.DataType:
+    """The type with every extension type (Json) replaced by its storage type (string)."""
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        return arrow_type.storage_type
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([field.with_type(_storage_type(field.type)) for field in arrow_type])
+    if pa.types.is_list(arrow_type):
+        return pa.list_(_storage_type(arrow_type.value_type))
+    return arrow_type
+
+
+def to_table(features: Features, rows: list[dict[str, Any]]) -> pa.Table:
+    """Encode rows (Json values as Python objects) into a table with `features`' schema and metadata."""
+    schema = features.arrow_schema
+    storage = pa.schema([field.with_type(_storage_type(field.type)) for field in schema])
+    encoded = [features.encode_example(row) for row in rows]
+    return pa.Table.from_pylist(encoded, schema=storage).cast(schema)

@@ -1,0 +1,123 @@
+"""Reading labelled runs for the builders: episodes one at a time, each with its labels.
+
+Trajectory files are streamed (the last record of each episode key wins, as in `castdata.rollout.store`);
+the labels of one `{domain}.{split}` file are held as raw lines until their episode comes by.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from castdata.build.splits import task_key
+from castdata.errors import InputError
+from castdata.label.policy import Clause
+from castdata.label.schema import Label
+from castdata.records import Trajectory
+from castdata.rollout.store import MANIFEST, TRAJECTORIES
+
+LABELS = "labels"
+CLAUSES = "policy_clauses.jsonl"
+
+
+@dataclass
+class Episode:
+    """One episode of one run; `labels` by message index, None when the labeler left the episode out."""
+
+    run: str
+    trajectory: Trajectory
+    labels: dict[int, Label] | None
+
+    @property
+    def identity(self) -> dict[str, str]:
+        """The columns every row of this episode carries (`castdata.build.features.EPISODE`)."""
+        t = self.trajectory
+        return {
+            "run": self.run,
+            "trajectory_id": t.id,
+            "task": task_key(t.domain, t.split, t.task_id),
+            "domain": t.domain,
+            "agent_model": t.agent.label,
+        }
+
+    @property
+    def trainable(self) -> bool:
+        """Labelled, and not an infrastructure failure (those say nothing about the agent)."""
+        return self.labels is not None and self.trajectory.counts_for_pass_k
+
+    def training_labels(self) -> list[Label]:
+        """The labels that may train a verdict: none of a non-trainable episode, none after the first error."""
+        if not self.trainable:
+            return []
+        return [label for label in self.labels.values() if not label.after_first_error]
+
+
+def read_manifest(run_dir: Path) -> dict:
+    """The run's `manifest.json`; InputError when `run_dir` is not a run directory."""
+    path = run_dir / MANIFEST
+    if not path.is_file():
+        raise InputError(f"{run_dir}: not a run directory (no {MANIFEST}; make one with `castdata collect`)")
+    return json.loads(path.read_text())
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open("r", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield number, line
+
+
+def _head(path: Path, number: int, line: str) -> dict:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}:{number}: not JSON: {err}") from None
+
+
+def _parse(model: type, path: Path, number: int, line: str):
+    try:
+        return model.model_validate_json(line)
+    except ValueError as err:
+        raise InputError(f"{path}:{number}: not a {model.__name__} record: {str(err).splitlines()[0]}") from None
+
+
+def _labels_by_episode(path: Path) -> dict[str, dict[int, tuple[int, str]]]:
+    """Label lines (number, text) of one file by trajectory id and step; a later line for the same step wins."""
+    found: dict[str, dict[int, tuple[int, str]]] = {}
+    if path.exists():
+        for number, line in _lines(path):
+            head = _head(path, number, line)
+            found.setdefault(head["trajectory_id"], {})[head["step"]] = (number, line)
+    return found
+
+
+def iter_episodes(run_dir: Path) -> Iterator[Episode]:
+    """Every episode of a run with its labels, file by file."""
+    for path in sorted((run_dir / TRAJECTORIES).glob("*.jsonl")):
+        last = {}
+        for number, line in _lines(path):
+            head = _head(path, number, line)
+            last[(head["domain"], head["split"], head["task_id"], head["trial"])] = number
+        keep = set(last.values())
+        label_path = run_dir / LABELS / path.name
+        labels = _labels_by_episode(label_path)
+        for number, line in _lines(path):
+            if number in keep:
+                trajectory: Trajectory = _parse(Trajectory, path, number, line)
+                raw = labels.get(trajectory.id)
+                parsed = None if raw is None else {step: _parse(Label, label_path, *raw[step]) for step in sorted(raw)}
+                yield Episode(run_dir.name, trajectory, parsed)
+
+
+def read_clauses(run_dir: Path) -> dict[str, list[Clause]]:
+    """The labeler's policy clause table of a run, by domain, in policy order."""
+    path = run_dir / LABELS / CLAUSES
+    if not path.is_file():
+        raise InputError(f"{run_dir}: no {LABELS}/{CLAUSES}; label the run first (`castdata label {run_dir}`)")
+    clauses: dict[str, list[Clause]] = {}
+    for number, line in _lines(path):
+        clause = _parse(Clause, path, number, line)
+        clauses.setdefault(clause.domain, []).append(clause)
+    return clauses

@@ -1,0 +1,97 @@
+"""The hindsight labeler: a verdict for every agent action of an episode, from its outcome and the rules.
+
+- Successful episode: every action is valid, unless a rule flags it (invalid, minor).
+- Failed episode: the earliest critical replay finding is the first critical error (invalid, critical);
+  actions before it are valid unless a rule flags them; actions after it are marked `after_first_error`
+  (their context is already doomed). A failed episode with no critical finding is unexplained: its
+  unflagged actions are `uncertain`.
+- Episodes ended by infrastructure errors, or by the simulated user failing, say nothing about the agent:
+  they are skipped (`judge` returns None).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from castdata.envs import Domain, load_domain
+from castdata.label.findings import Finding
+from castdata.label.replay import replay_findings
+from castdata.label.rules import rule_findings
+from castdata.records import Action, Trajectory
+from castdata.rollout.episode import actions_of
+
+SKIPPED_TERMINATIONS = ("infrastructure_error", "user_error")
+
+
+@dataclass
+class Judgement:
+    """The hindsight verdict on one agent action."""
+
+    step: int
+    action: Action
+    verdict: str
+    severity: str
+    findings: list[Finding] = field(default_factory=list)
+    first_critical_error: bool = False
+    after_first_error: bool = False
+
+    @property
+    def categories(self) -> list[str]:
+        """Categories of the findings, critical ones first, without repeats."""
+        ordered = sorted(self.findings, key=lambda f: not f.critical)
+        return list(dict.fromkeys(f.category for f in ordered))
+
+
+@dataclass
+class EpisodeJudgement:
+    """All verdicts of one episode."""
+
+    trajectory: Trajectory
+    judgements: list[Judgement]
+    success: bool
+    first_error: int | None  # message index of the first critical error
+    consistent: bool  # the replay reproduced every observation and the recorded outcome
+
+    @property
+    def explained(self) -> bool:
+        """A success, or a failure whose first critical error was found."""
+        return self.success or self.first_error is not None
+
+
+def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgement | None:
+    """Judge every agent action of an episode; None for a skipped episode."""
+    if trajectory.outcome.termination_reason in SKIPPED_TERMINATIONS:
+        return None
+    domain = domain or load_domain(trajectory.domain)
+    actions = actions_of(trajectory)
+    success = trajectory.outcome.reward == 1.0
+    findings = rule_findings(trajectory, domain)
+    consistent, first_error = True, None
+    if not success and actions:
+        result = replay_findings(trajectory, domain, actions[-1])
+        findings += result.findings
+        consistent = result.consistent
+        first_error = min((f.step for f in result.findings), default=None)
+    by_step: dict[int, list[Finding]] = {}
+    for finding in findings:
+        by_step.setdefault(finding.step, []).append(finding)
+    judgements = []
+    for step, action in actions:
+        found = by_step.get(step, [])
+        if found:
+            verdict = "invalid"
+        else:
+            verdict = "valid" if success or first_error is not None else "uncertain"
+        severity = "critical" if any(f.critical for f in found) else "minor" if found else "none"
+        judgements.append(
+            Judgement(
+                step=step,
+                action=action,
+                verdict=verdict,
+                severity=severity,
+                findings=found,
+                first_critical_error=step == first_error,
+                after_first_error=first_error is not None and step > first_error,
+            )
+        )
+    return EpisodeJudgement(trajectory, judgements, success, first_error, consistent)

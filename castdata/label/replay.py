@@ -1,0 +1,176 @@
+"""Gold-replay alignment: which agent action broke a failed episode's outcome.
+
+The agent's executed tool calls are replayed on a fresh database, and after each write the records it
+changed are compared with the gold solution's replay (privileged, used for the verdict only):
+
+- a write that moves a record the episode ends with wrong to a state the gold replay never gives that
+  record (so: a wrong value, a wrong record, or a record gold never changes) is critical (`wrong_argument`
+  when gold makes a write with the same tool, else `wrong_tool`);
+- a wrong record no agent write explains is a gold write never made. It is charged to the first agent
+  write attempt that errored or changed nothing and that aims at a missing gold write (same tool, or a
+  shared `*_id` argument), else to the action that ended the episode;
+- required outputs never said are charged to the action that ended the episode.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+
+from castdata.envs import Domain
+from castdata.envs.clock import episode_clock
+from castdata.label.findings import Finding
+from castdata.records import Action, Trajectory
+
+BASE = "base"  # the fingerprint of a record equal to the shared base database
+Record = tuple[str, str]  # (table, key)
+
+
+@dataclass(frozen=True)
+class Write:
+    """One executed write: where, what, whether it succeeded, and the records it changed (to new fingerprints)."""
+
+    step: int
+    action: Action
+    ok: bool
+    changed: dict[Record, str | None]
+
+
+@dataclass(frozen=True)
+class GoldPath:
+    """The gold replay: its end state, every state each record passes through, and each write's records."""
+
+    final: dict[Record, str | None]
+    states: dict[Record, frozenset]
+    writes: tuple[tuple[Action, frozenset[Record]], ...]
+
+
+def _changed(before: dict, after: dict) -> dict:
+    return {k: after.get(k, BASE) for k in before.keys() | after.keys() if before.get(k, BASE) != after.get(k, BASE)}
+
+
+@functools.lru_cache(maxsize=4096)
+def _gold_path(domain: Domain, gold_json: str) -> GoldPath:
+    db = domain.new_database()
+    states: dict[Record, set] = {}
+    writes = []
+    before: dict = {}
+    with episode_clock():
+        for raw in json.loads(gold_json):
+            action = Action(**raw)
+            if domain.tool_kind(action.name) != "write":
+                continue
+            domain.execute(db, action.name, action.kwargs)
+            after = db.changes()
+            changed = _changed(before, after)
+            for record, state in changed.items():
+                states.setdefault(record, {BASE}).add(state)
+            writes.append((action, frozenset(changed)))
+            before = after
+    return GoldPath(before, {k: frozenset(v) for k, v in states.items()}, tuple(writes))
+
+
+def gold_path(domain: Domain, gold: list[Action]) -> GoldPath:
+    """The gold solution's replay (cached per domain and gold solution)."""
+    return _gold_path(domain, json.dumps([a.model_dump() for a in gold]))
+
+
+def replay_writes(trajectory: Trajectory, domain: Domain) -> tuple[list[Write], dict, bool]:
+    """Replay the executed tool calls: (writes, end state, whether every observation matched the record)."""
+    db = domain.new_database()
+    writes: list[Write] = []
+    before: dict = {}
+    consistent = True
+    messages = trajectory.messages
+    with episode_clock():
+        for step, message in enumerate(messages):
+            if message["role"] != "assistant" or not message.get("tool_calls"):
+                continue
+            if trajectory.meta[step].violation == "malformed_tool_call":
+                continue  # never executed
+            function = message["tool_calls"][0]["function"]
+            result = domain.execute(db, function["name"], function["arguments"])
+            recorded = messages[step + 1]["content"] if step + 1 < len(messages) else None
+            consistent = consistent and recorded == result.observation
+            if domain.tool_kind(function["name"]) == "write":
+                after = db.changes()
+                writes.append(Write(step, Action(name=function["name"], kwargs=function["arguments"]), result.ok, _changed(before, after)))
+                before = after
+    return writes, before, consistent
+
+
+def _signature(action: Action) -> str:
+    return json.dumps(action.model_dump(), sort_keys=True)
+
+
+def _shares_id(a: Action, b: Action) -> bool:
+    return any(key.endswith("_id") and key in b.kwargs and b.kwargs[key] == value for key, value in a.kwargs.items())
+
+
+def _related(action: Action, records: set, candidates: list[tuple[Action, frozenset]]) -> Action | None:
+    """The gold write an agent write was most likely meant to be: same tool and records, same tool and id, ..."""
+    tests = (
+        lambda g, recs: g.name == action.name and bool(recs & records),
+        lambda g, recs: g.name == action.name and _shares_id(action, g),
+        lambda g, recs: g.name == action.name,
+        lambda g, recs: bool(recs & records),
+        lambda g, recs: _shares_id(action, g),
+    )
+    for test in tests:
+        for gold, recs in candidates:
+            if test(gold, recs):
+                return gold
+    return None
+
+
+def _write_category(action: Action, expected: Action | None) -> str:
+    return "wrong_argument" if expected is not None and expected.name == action.name else "wrong_tool"
+
+
+def _ending_category(trajectory: Trajectory, domain: Domain, action: Action) -> str:
+    if domain.tool_kind(action.name) == "transfer":
+        gold_transfers = any(domain.tool_kind(a.name) == "transfer" for a in trajectory.privileged.gold_actions)
+        return "premature_termination" if gold_transfers else "unnecessary_transfer"
+    return "premature_termination" if trajectory.outcome.termination_reason == "user_stop" else "missed_required_action"
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """The critical findings of a failed episode, and whether the replay reproduced the record."""
+
+    findings: list[Finding]
+    consistent: bool
+
+
+def replay_findings(trajectory: Trajectory, domain: Domain, ending: tuple[int, Action]) -> ReplayResult:
+    """Critical findings of a failed episode; `ending` is the (step, action) that ended it."""
+    gold = gold_path(domain, trajectory.privileged.gold_actions)
+    writes, final, consistent = replay_writes(trajectory, domain)
+    wrong = {k for k in final.keys() | gold.final.keys() if final.get(k, BASE) != gold.final.get(k, BASE)}
+    consistent = consistent and trajectory.outcome.db_match == (not wrong)
+    findings: list[Finding] = []
+    explained: set[Record] = set()
+    for write in writes:
+        off_path = {k for k, state in write.changed.items() if k in wrong and state not in gold.states.get(k, {BASE})}
+        if off_path - explained:
+            expected = _related(write.action, set(write.changed), list(gold.writes))
+            findings.append(Finding(write.step, "replay.write_off_gold", _write_category(write.action, expected), "critical", expected))
+            explained |= off_path
+    omitted = wrong - explained
+    if omitted:
+        done = {_signature(w.action) for w in writes if w.ok}
+        missing = [(g, recs) for g, recs in gold.writes if recs & omitted]
+        missing = [(g, recs) for g, recs in missing if _signature(g) not in done] or missing
+        gold_actions = {_signature(a) for a in trajectory.privileged.gold_actions}
+        attempts = [w for w in writes if (not w.ok or not w.changed) and _signature(w.action) not in gold_actions]
+        charged = next(((w, g) for w in attempts if (g := _related(w.action, set(), missing)) is not None), None)
+        if charged is not None:
+            write, expected = charged
+            findings.append(Finding(write.step, "replay.failed_write", _write_category(write.action, expected), "critical", expected))
+        else:
+            step, action = ending
+            findings.append(Finding(step, "replay.gold_write_missing", _ending_category(trajectory, domain, action), "critical", missing[0][0] if missing else None))
+    if trajectory.outcome.outputs_missing:
+        findings.append(Finding(ending[0], "replay.output_missing", "missed_required_action", "critical"))
+    return ReplayResult(findings, consistent)

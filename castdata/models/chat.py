@@ -1,0 +1,99 @@
+"""What the model backends (openai, vllm, transformers) share: each implements one `chat` call; from it come
+the agent session (one chat call per turn), the LLM user session, `complete`, usage and cost."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from castdata.config import ConfigError
+from castdata.models.base import EpisodeContext, Reply
+from castdata.models.spec import ModelSpec
+from castdata.models.user_llm import LLMUser, parse_traits
+from castdata.records import Usage
+
+
+class ChatAgent:
+    """The agent of one episode: each turn is one chat call with the domain's tools."""
+
+    def __init__(self, backend: ChatBackend, seed: int | None) -> None:
+        self.backend = backend
+        self.seed = seed
+
+    async def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        return await self.backend.chat(messages, tools=tools, seed=self.seed)
+
+
+class ChatBackend:
+    """Base of the chat-model backends. `OPTIONS` lists the `spec.options` keys a backend accepts."""
+
+    OPTIONS: frozenset[str] = frozenset({"traits"})
+
+    def __init__(self, spec: ModelSpec) -> None:
+        unknown = set(spec.options) - self.OPTIONS
+        if unknown:
+            raise ConfigError(
+                f"options: unknown {spec.backend} option(s) {sorted(unknown)}; allowed: {', '.join(sorted(self.OPTIONS))}"
+            )
+        self.spec = spec
+        self.traits = parse_traits(spec.options.get("traits", {}))
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> Reply:
+        """One chat completion; raises `InfrastructureError` when the model cannot be reached."""
+        raise NotImplementedError
+
+    def episode_seed(self, ctx: EpisodeContext) -> int | None:
+        """The sampling seed for one episode: `sampling.seed` offset by the episode's seed (trials differ,
+        reruns repeat), or None when no seed is set."""
+        base = self.spec.sampling.seed
+        return None if base is None else (base + ctx.seed) % 2**31
+
+    def agent_session(self, ctx: EpisodeContext) -> ChatAgent:
+        return ChatAgent(self, self.episode_seed(ctx))
+
+    def user_session(self, ctx: EpisodeContext) -> LLMUser:
+        return LLMUser(ctx, self.chat, self.traits, self.episode_seed(ctx))
+
+    async def complete(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None) -> Reply:
+        """One plain completion (no tools), e.g. for a teacher or a critic; `json_schema` constrains the output."""
+        return await self.chat(messages, json_schema=json_schema, seed=self.spec.sampling.seed)
+
+    async def aclose(self) -> None:
+        return None
+
+    def usage(self, prompt_tokens: int, completion_tokens: int, latency_s: float) -> Usage:
+        """A call's usage, priced with the spec's prices per million tokens (None when it has none)."""
+        price_in, price_out = self.spec.price_in_per_mtok, self.spec.price_out_per_mtok
+        cost = None
+        if price_in is not None or price_out is not None:
+            cost = (prompt_tokens * (price_in or 0.0) + completion_tokens * (price_out or 0.0)) / 1e6
+        return Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_s=latency_s, cost_usd=cost)
+
+
+def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages in OpenAI wire format: tool-call arguments as JSON strings (records keep them as dicts).
+    Messages with tool calls are copied; the others are passed through unchanged."""
+    out = []
+    for message in messages:
+        calls = message.get("tool_calls")
+        if calls:
+            message = {
+                **message,
+                "tool_calls": [
+                    {**call, "function": {**call["function"], "arguments": _json_text(call["function"]["arguments"])}}
+                    for call in calls
+                ],
+            }
+        out.append(message)
+    return out
+
+
+def _json_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
