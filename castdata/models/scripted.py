@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from castdata.envs import RESPOND
+from castdata.envs.database import same_state
 from castdata.models.base import EpisodeContext, Reply, ToolCall
 from castdata.models.spec import ModelSpec
 from castdata.records import Action, InjectedMistake
@@ -29,6 +30,8 @@ MISTAKE_KINDS = (
     "two_tool_calls",  # two tool calls in one turn (only the first is executed)
 )
 OUTCOME_BREAKING = frozenset({"wrong_argument", "wrong_tool", "premature_end", "missing_output"})
+# A mistake of these kinds is recorded as outcome-breaking only when it is: the oracle checks with a
+# privileged replay (e.g. a wrong argument to a gold write that fails anyway changes nothing).
 
 ANYTHING_ELSE = "Is there anything else I can help you with?"
 
@@ -40,6 +43,8 @@ class Move:
     say: str | None = None
     calls: tuple[Action, ...] = ()
     mistakes: tuple[str, ...] = ()
+    replaces: Action | None = None  # the gold write a wrong write stands in for
+    breaking: bool = False  # for premature_end / missing_output, decided when planned
 
 
 class ScriptedBackend:
@@ -88,7 +93,7 @@ class NoisyOracleAgent:
         rest = [a for a in gold if a is not auth]
         moves = [Move(say=f"I'd be happy to help. To get started, could you please provide {domain.catalog.auth_hint}?")]
         if auth is not None:
-            first_read = next((i for i, a in enumerate(rest) if domain.tool_kind(a.name) == "read"), None)
+            first_read = next((i for i, a in enumerate(rest) if domain.tool_kind(a.name) == "read" and a.name not in domain.catalog.auth_tools), None)
             if first_read is not None and self._roll("before_auth"):
                 moves.append(Move(calls=(rest.pop(first_read),), mistakes=("before_auth",)))
             moves.append(Move(calls=(auth,)))
@@ -99,11 +104,13 @@ class NoisyOracleAgent:
             following = rest[index + 1] if index + 1 < len(rest) else None
             if kind == "write":
                 if self._roll("premature_end"):
-                    moves.append(Move(say=f"I have taken care of your request. {ANYTHING_ELSE}", mistakes=("premature_end",)))
+                    left = rest[index:]
+                    breaking = bool(task.outputs) or self._breaks([a for a in gold if a not in left])
+                    moves.append(Move(say=f"I have taken care of your request. {ANYTHING_ELSE}", mistakes=("premature_end",), breaking=breaking))
                     return moves
                 if self._roll("no_confirmation"):
                     write = self._write(action)
-                    moves.append(Move(calls=write.calls, mistakes=("no_confirmation", *write.mistakes)))
+                    moves.append(Move(calls=write.calls, mistakes=("no_confirmation", *write.mistakes), replaces=write.replaces))
                 else:
                     moves.append(Move(say=self._confirmation(action)))
                     moves.append(self._write(action))
@@ -115,12 +122,17 @@ class NoisyOracleAgent:
                 moves.append(Move(calls=(action,)))
             index += 1
         if task.outputs and self._roll("missing_output"):
-            moves.append(Move(say=f"Your request is complete. {ANYTHING_ELSE}", mistakes=("missing_output",)))
+            moves.append(Move(say=f"Your request is complete. {ANYTHING_ELSE}", mistakes=("missing_output",), breaking=True))
         elif task.outputs:
             moves.append(Move(say=f"Here is the information you asked for: {'; '.join(task.outputs)}. {ANYTHING_ELSE}"))
         else:
             moves.append(Move(say=f"Your request is complete. {ANYTHING_ELSE}"))
         return moves
+
+    def _breaks(self, actions: list[Action]) -> bool:
+        """Privileged check: would these tool calls leave another database than the gold solution?"""
+        domain, task = self.ctx.domain, self.ctx.task
+        return not same_state(domain.base, domain.replay(actions).changes(), domain.gold_changes(task.split, task.index))
 
     def _confirmation(self, action: Action) -> str:
         what = action.name.replace("_", " ")
@@ -130,9 +142,9 @@ class NoisyOracleAgent:
         if self._roll("wrong_tool"):
             other = _other_write_tool(self.ctx, action)
             if other is not None:
-                return Move(calls=(other,), mistakes=("wrong_tool",))
+                return Move(calls=(other,), mistakes=("wrong_tool",), replaces=action)
         if self._roll("wrong_argument"):
-            return Move(calls=(action,), mistakes=("wrong_argument",))
+            return Move(calls=(action,), mistakes=("wrong_argument",), replaces=action)
         return Move(calls=(action,))
 
     async def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
@@ -151,8 +163,12 @@ class NoisyOracleAgent:
                     continue
                 calls[0], detail = changed
             elif kind == "wrong_tool":
-                detail = f"called {calls[0].name}"
-            self.injected.append(InjectedMistake(kind=kind, step=step, outcome_breaking=kind in OUTCOME_BREAKING, detail=detail))
+                detail = f"called {calls[0].name} instead of {move.replaces.name}"
+            breaking = move.breaking
+            if kind in ("wrong_argument", "wrong_tool"):
+                gold = [a for a in self.ctx.task.actions if a.name != RESPOND]
+                breaking = self._breaks([calls[0] if a is move.replaces else a for a in gold])
+            self.injected.append(InjectedMistake(kind=kind, step=step, outcome_breaking=kind in OUTCOME_BREAKING and breaking, detail=detail))
         if move.say is not None:
             return Reply(content=move.say)
         return Reply(

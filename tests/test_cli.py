@@ -1,0 +1,15 @@
+"""The command line stays fast: `castdata --help` imports neither tau-trait nor the ML stack."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_help_is_lazy():
+    code = "import sys; from castdata.cli import app; mods = set(sys.modules); " \
+           "print(sorted(m for m in ('litellm', 'tau_trait', 'datasets', 'torch', 'polars', 'openai') if m in mods))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    shown = subprocess.run([sys.executable, "-m", "castdata.cli", "--help"], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and "collect" in shown.stdout and "report" in shown.stdout

@@ -1,0 +1,68 @@
+"""`castdata report`: pass^k against a hand computation, and the CLI's JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from math import comb
+
+import pytest
+
+from castdata.models.spec import ModelSpec
+from castdata.records import Outcome, Privileged, Trajectory, episode_id
+from castdata.report import pass_hat_k, summarize
+from castdata.rollout.store import RecordWriter, trajectory_file
+
+
+def record(task_id: int, trial: int, success: bool, reason: str = "user_stop", agent: str = "noisy-oracle") -> Trajectory:
+    return Trajectory(
+        id=episode_id("retail", "test", task_id, trial), domain="retail", split="test", task_id=task_id, trial=trial, seed=0,
+        agent=ModelSpec(model=agent), user=ModelSpec(model="scripted-user"), tools=[],
+        messages=[{"role": "system", "content": "p"}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
+        meta=[], outcome=Outcome(reward=float(success), db_match=success, termination_reason=reason),
+        privileged=Privileged(user_id="u", instruction="i", gold_actions=[], required_outputs=[]),
+        started_at=0.0, ended_at=1.0,
+    )
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    # task 0: 3 of 4 succeed; task 1: 4 of 4; task 2: 1 of 4, plus an infrastructure error that must not count
+    outcomes = {0: [1, 1, 0, 1], 1: [1, 1, 1, 1], 2: [0, 0, 1, 0]}
+    writer = RecordWriter()
+    for task_id, results in outcomes.items():
+        for trial, ok in enumerate(results):
+            writer.append(trajectory_file(tmp_path, "retail", "test"), record(task_id, trial, bool(ok)).to_json())
+    writer.append(trajectory_file(tmp_path, "retail", "test"), record(2, 4, False, "infrastructure_error").to_json())
+    writer.close()
+    return tmp_path
+
+
+def test_pass_hat_k_definition():
+    assert pass_hat_k(4, 3, 2) == comb(3, 2) / comb(4, 2) == 0.5
+    assert pass_hat_k(4, 0, 1) == 0.0 and pass_hat_k(4, 4, 4) == 1.0
+
+
+def test_report_matches_hand_computation(run_dir):
+    (group,) = summarize(run_dir)["groups"]
+    expected = {
+        1: (3 / 4 + 1 + 1 / 4) / 3,
+        2: (3 / 6 + 1 + 0) / 3,
+        3: (1 / 4 + 1 + 0) / 3,
+        4: (0 + 1 + 0) / 3,
+    }
+    assert group["pass_k"] == pytest.approx(expected)
+    assert group["episodes"] == 13 and group["infrastructure_errors"] == 1
+    assert group["terminations"] == {"infrastructure_error": 1, "user_stop": 12}
+    assert group["mean_turns"] == 1.0
+
+
+def test_report_cli_json(run_dir):
+    out = subprocess.run([sys.executable, "-m", "castdata.cli", "report", str(run_dir), "--json"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["groups"][0]["pass_k"]["4"] == pytest.approx(1 / 3)
+    wide = {**os.environ, "COLUMNS": "200"}
+    table = subprocess.run([sys.executable, "-m", "castdata.cli", "report", str(run_dir)], capture_output=True, text=True, timeout=60, env=wide)
+    assert "pass^4" in table.stdout and "0.333" in table.stdout
