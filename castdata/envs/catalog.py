@@ -53,7 +53,7 @@ CATALOG: dict[str, DomainCatalog] = {
             }
         ),
         transfer_tool="transfer_to_human_agents",
-        auth_tools=frozenset({"get_user_details"}),
+        auth_tools=frozenset(),  # the policy only asks the agent to obtain the user id from the user
         auth_hint="your user id",
     ),
     "telecom": DomainCatalog(

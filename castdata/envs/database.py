@@ -1,6 +1,7 @@
 """Copy-on-write episode databases and exact state comparison.
 
-A domain's JSON tables are loaded once per process; each record is kept as a `marshal` blob. An episode
+A domain's JSON tables are loaded once per process; each record is kept as a `marshal` blob (format 2,
+which has no back-references, so equal records of equal types and key order give equal bytes). An episode
 gets `EpisodeDatabase`: tables that copy a record out of its blob the first time a tool touches it, so
 an episode costs what its tools touch, not a copy of the whole database.
 
@@ -17,6 +18,7 @@ from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 _MISSING = object()
+MARSHAL_FORMAT = 2  # formats >= 3 add back-references that depend on reference counts
 
 
 def canonical(item: Any) -> Any:
@@ -39,7 +41,7 @@ class BaseTable:
     """One table of the shared, read-only base: records as marshal blobs, fingerprints on demand."""
 
     def __init__(self, records: dict[str, Any]) -> None:
-        self.blobs: dict[str, bytes] = {key: marshal.dumps(value) for key, value in records.items()}
+        self.blobs: dict[str, bytes] = {key: marshal.dumps(value, MARSHAL_FORMAT) for key, value in records.items()}
         self._fingerprints: dict[str, str] = {}
 
     def load(self, key: str) -> Any:
@@ -106,7 +108,7 @@ class EpisodeTable(MutableMapping):
                 if key in self._base.blobs:
                     found[key] = None
                 continue
-            if marshal.dumps(value) == self._base.blobs.get(key):
+            if marshal.dumps(value, MARSHAL_FORMAT) == self._base.blobs.get(key):
                 continue
             current = fingerprint(value)
             if current != self._base.fingerprint(key):
