@@ -68,7 +68,8 @@ def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgem
     findings = rule_findings(trajectory, domain)
     consistent, first_error = True, None
     if not success and actions:
-        result = replay_findings(trajectory, domain, actions[-1])
+        deviating = {f.step for f in findings if f.signal == "rule.unconfirmed_details"}
+        result = replay_findings(trajectory, domain, actions[-1], deviating)
         findings += result.findings
         consistent = result.consistent
         first_error = min((f.step for f in result.findings), default=None)

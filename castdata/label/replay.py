@@ -3,12 +3,16 @@
 The agent's executed tool calls are replayed on a fresh database, and after each write the records it
 changed are compared with the gold solution's replay (privileged, used for the verdict only):
 
-- a write that moves a record the episode ends with wrong to a state the gold replay never gives that
-  record (so: a wrong value, a wrong record, or a record gold never changes) is critical (`wrong_argument`
+- the first write that moves a record the episode ends with wrong to a state the gold replay never gives
+  that record (a wrong value, a wrong record, or a record gold never changes) is critical (`wrong_argument`
   when gold makes a write with the same tool, else `wrong_tool`);
-- a wrong record no agent write explains is a gold write never made. It is charged to the first agent
-  write attempt that errored or changed nothing and that aims at a missing gold write (same tool, or a
-  shared `*_id` argument), else to the action that ended the episode;
+- a gold write never made (its records end wrong) is charged to the first agent write that aims at it
+  (same tool, or a shared `*_id` argument) and either errored or changed nothing, or used other details
+  than the user confirmed (`deviating`: e.g. the confirmed order's change made on another order, which the
+  gold solution happens to change too); an attempt standing for one of the gold solution's own calls that
+  change nothing (its failing calls) is excused;
+- a wrong record none of the above explains is charged to the action that ended the episode (the expected
+  action: the missing write, or asking to confirm it when the user's latest turn was no yes);
 - required outputs never said are charged to the action that ended the episode.
 """
 
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from castdata.envs import Domain
 from castdata.envs.clock import episode_clock
 from castdata.label.findings import Finding
+from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.records import Action, Trajectory
 
 BASE = "base"  # the fingerprint of a record equal to the shared base database
@@ -100,6 +105,27 @@ def replay_writes(trajectory: Trajectory, domain: Domain) -> tuple[list[Write], 
     return writes, before, consistent
 
 
+def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[Write]:
+    """Writes that errored, changed nothing or deviated from the confirmed details, less those excused.
+
+    Agent writes are paired in order with gold writes (an identical one, else the next with the same tool,
+    else the next one); a write that changes nothing, paired with a gold call that changes nothing either (the gold
+    solution's own failing calls), loses nothing against gold and is excused.
+    """
+    unpaired = list(gold.writes)
+    found = []
+    for write in writes:
+        pair = next((g for g in unpaired if _signature(g[0]) == _signature(write.action)), None)
+        pair = pair or next((g for g in unpaired if g[0].name == write.action.name), None)
+        pair = pair or (unpaired[0] if unpaired else None)
+        if pair is not None:
+            unpaired.remove(pair)
+        excused = pair is not None and not pair[1] and not write.changed
+        if (not write.changed or write.step in deviating) and not excused:
+            found.append(write)
+    return found
+
+
 def _signature(action: Action) -> str:
     return json.dumps(action.model_dump(), sort_keys=True)
 
@@ -128,6 +154,11 @@ def _write_category(action: Action, expected: Action | None) -> str:
     return "wrong_argument" if expected is not None and expected.name == action.name else "wrong_tool"
 
 
+def _answered_yes(trajectory: Trajectory, step: int) -> bool:
+    last_user = next((m for m in reversed(trajectory.messages[:step]) if m["role"] == "user"), None)
+    return last_user is not None and is_confirmation(last_user.get("content") or "")
+
+
 def _ending_category(trajectory: Trajectory, domain: Domain, action: Action) -> str:
     if domain.tool_kind(action.name) == "transfer":
         gold_transfers = any(domain.tool_kind(a.name) == "transfer" for a in trajectory.privileged.gold_actions)
@@ -143,8 +174,9 @@ class ReplayResult:
     consistent: bool
 
 
-def replay_findings(trajectory: Trajectory, domain: Domain, ending: tuple[int, Action]) -> ReplayResult:
-    """Critical findings of a failed episode; `ending` is the (step, action) that ended it."""
+def replay_findings(trajectory: Trajectory, domain: Domain, ending: tuple[int, Action], deviating: set[int]) -> ReplayResult:
+    """Critical findings of a failed episode; `ending` is the (step, action) that ended it, `deviating` the
+    steps of writes that used other details than the user confirmed."""
     gold = gold_path(domain, trajectory.privileged.gold_actions)
     writes, final, consistent = replay_writes(trajectory, domain)
     wrong = {k for k in final.keys() | gold.final.keys() if final.get(k, BASE) != gold.final.get(k, BASE)}
@@ -157,20 +189,20 @@ def replay_findings(trajectory: Trajectory, domain: Domain, ending: tuple[int, A
             expected = _related(write.action, set(write.changed), list(gold.writes))
             findings.append(Finding(write.step, "replay.write_off_gold", _write_category(write.action, expected), "critical", expected))
             explained |= off_path
+    done = {_signature(w.action) for w in writes if w.ok}
+    missing = [(g, recs) for g, recs in gold.writes if recs & wrong and _signature(g) not in done]
+    charged = next(((w, g) for w in _attempts(writes, gold, deviating) if (g := _related(w.action, set(), missing)) is not None), None)
+    if charged is not None:
+        write, expected = charged
+        findings.append(Finding(write.step, "replay.write_missed_gold", _write_category(write.action, expected), "critical", expected))
+        explained |= next(recs for g, recs in missing if g is expected)
     omitted = wrong - explained
     if omitted:
-        done = {_signature(w.action) for w in writes if w.ok}
-        missing = [(g, recs) for g, recs in gold.writes if recs & omitted]
-        missing = [(g, recs) for g, recs in missing if _signature(g) not in done] or missing
-        gold_actions = {_signature(a) for a in trajectory.privileged.gold_actions}
-        attempts = [w for w in writes if (not w.ok or not w.changed) and _signature(w.action) not in gold_actions]
-        charged = next(((w, g) for w in attempts if (g := _related(w.action, set(), missing)) is not None), None)
-        if charged is not None:
-            write, expected = charged
-            findings.append(Finding(write.step, "replay.failed_write", _write_category(write.action, expected), "critical", expected))
-        else:
-            step, action = ending
-            findings.append(Finding(step, "replay.gold_write_missing", _ending_category(trajectory, domain, action), "critical", missing[0][0] if missing else None))
+        step, action = ending
+        expected = next((g for g, recs in missing if recs & omitted), None)
+        if expected is not None and not _answered_yes(trajectory, step):
+            expected = ask_to_confirm(expected)  # the change was due, but only after the user's yes
+        findings.append(Finding(step, "replay.gold_write_missing", _ending_category(trajectory, domain, action), "critical", expected))
     if trajectory.outcome.outputs_missing:
         findings.append(Finding(ending[0], "replay.output_missing", "missed_required_action", "critical"))
     return ReplayResult(findings, consistent)

@@ -1,8 +1,11 @@
 """Policy rule checks: per-action violations any episode can have, whatever its outcome (severity minor).
 
 - `rule.no_confirmation`: a write whose latest user turn is not an explicit yes, or whose yes an earlier
-  successful write already used;
-- `rule.before_auth`: a tool call that reads or writes data before an authentication tool succeeded
+  write already used;
+- `rule.unconfirmed_details`: a confirmed write with an identifier argument the confirmation request did not
+  list, where the request listed another identifier of the same shape (the user said yes to other details);
+- `rule.before_auth`: a tool call that reads or writes data before an authentication tool succeeded (in a
+  domain without one, airline, before the user gave their user id)
   (`calculate` and `think` touch no data);
 - `rule.multiple_tool_calls`, `rule.tool_call_with_text`: the protocol violations the episode loop recorded;
 - `rule.malformed_tool_call`, `rule.unknown_tool`, `rule.empty_reply`: unusable turns;
@@ -16,6 +19,7 @@ import re
 
 from castdata.envs import RESPOND, Domain
 from castdata.label.findings import Finding
+from castdata.label.visible import identifiers
 from castdata.records import Action, Trajectory
 
 NO_DATA_TOOLS = frozenset({"calculate", "think"})
@@ -49,16 +53,31 @@ def ask_to_authenticate(domain: Domain) -> Action:
     return Action(name=RESPOND, kwargs={"content": text})
 
 
+def _shape(token: str) -> str:
+    return re.sub(r"\d", "0", token)
+
+
+def deviates(action: Action, request: str) -> bool:
+    """Whether a write uses an identifier where the confirmed request listed another one of the same shape."""
+    listed = set(identifiers(request))
+    shapes = {_shape(token) for token in listed}
+    return any(token not in listed and _shape(token) in shapes for token in identifiers(json.dumps(action.kwargs)))
+
+
 def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
     """Every policy rule violation of an episode, in step order."""
     findings: list[Finding] = []
     authenticated = False
-    confirmed = False  # the latest user turn is a yes no successful write has used yet
+    confirmed = False  # the latest user turn is a yes no write has used yet
+    said, request = "", ""  # the agent's latest message, and the one the latest user turn answered
     gold_transfers = any(domain.tool_kind(a.name) == "transfer" for a in trajectory.privileged.gold_actions)
     messages = trajectory.messages
     for step, message in enumerate(messages):
         if message["role"] == "user":
-            confirmed = is_confirmation(message.get("content") or "")
+            confirmed, request = is_confirmation(message.get("content") or ""), said
+            # a domain without a lookup tool (airline) only asks the agent to obtain the user id from the user
+            if not domain.catalog.auth_tools and trajectory.privileged.user_id in (message.get("content") or ""):
+                authenticated = True
             continue
         if message["role"] != "assistant":
             continue
@@ -72,6 +91,7 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             expected = action if violation in ("multiple_tool_calls", "tool_call_with_text") else None
             findings.append(Finding(step, f"rule.{violation}", _VIOLATIONS[violation], "minor", expected))
         if action is None:
+            said = message.get("content") or ""
             continue
         kind = domain.tool_kind(action.name)
         ok = step + 1 < len(messages) and not str(messages[step + 1].get("content") or "").startswith("Error")
@@ -80,7 +100,9 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
         if kind == "write":
             if not confirmed:
                 findings.append(Finding(step, "rule.no_confirmation", "missing_confirmation", "minor", ask_to_confirm(action)))
-            confirmed = confirmed and not ok
+            elif deviates(action, request):
+                findings.append(Finding(step, "rule.unconfirmed_details", "wrong_argument", "minor"))
+            confirmed = False  # a yes covers one write
         if kind == "transfer" and not gold_transfers:
             findings.append(Finding(step, "rule.unneeded_transfer", "unnecessary_transfer", "minor"))
         authenticated = authenticated or (ok and action.name in domain.catalog.auth_tools)

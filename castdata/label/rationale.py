@@ -1,0 +1,212 @@
+"""Programmatic rationales: each hindsight judgement written up as a label with a grounded, structured rationale.
+
+Filled from the findings only: evidence points to earlier messages with exact quotes (the user's latest
+turn; for a wrong value, the latest message that showed the right one), policy refs cite the clause each
+rule rests on, and the expected action is kept only when everything in it was visible before the action.
+These are also the fallback when a teacher model's rationale fails verification (`castdata.label.writers`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from castdata.envs import RESPOND, load_domain
+from castdata.label.findings import Finding
+from castdata.label.hindsight import EpisodeJudgement, Judgement
+from castdata.label.policy import ClauseTable, clause_table
+from castdata.label.schema import Evidence, Label, LabelSource, PolicyRef, Rationale
+from castdata.label.visible import View
+from castdata.records import Action
+
+QUOTE_LIMIT = 160
+
+_TOPICS = {
+    "rule.no_confirmation": "confirmation",
+    "rule.unconfirmed_details": "confirmation",
+    "rule.before_auth": "authentication",
+    "rule.multiple_tool_calls": "one_tool_call",
+    "rule.tool_call_with_text": "one_tool_call",
+    "rule.unneeded_transfer": "transfer",
+}
+
+_WRONG_WRITE = "The write had to make exactly the change the user asked for and confirmed{fix}."
+_REQUIRED = {
+    "replay.write_off_gold": _WRONG_WRITE,
+    "replay.write_missed_gold": _WRONG_WRITE,
+    "replay.gold_write_missing": "Before ending, every change the user asked for had to be made, after listing its details and getting an explicit yes.",
+    "replay.output_missing": "Before ending, the agent had to tell the user the information their request asked for.",
+    "rule.no_confirmation": "Before a write, the agent must list the action details and get an explicit yes in the user's latest message.",
+    "rule.unconfirmed_details": "A write must use the details the user confirmed.",
+    "rule.before_auth": "The user must be authenticated ({auth_tools}) before any data access or change.",
+    "rule.multiple_tool_calls": "At most one tool call per turn, and no message to the user in the same turn.",
+    "rule.tool_call_with_text": "At most one tool call per turn, and no message to the user in the same turn.",
+    "rule.malformed_tool_call": "A tool call must give its arguments as a JSON object.",
+    "rule.unknown_tool": "A tool call must name one of the available tools.",
+    "rule.empty_reply": "Every reply must call a tool or say something to the user.",
+    "rule.unneeded_transfer": "Transfer to a human only when the request cannot be handled with the agent's own tools.",
+}
+_ASSESSMENT = {
+    "wrong_argument": "its arguments are not the ones the conversation established, so it does not make the change the user asked for",
+    "wrong_tool": "it is not the tool for the change the user asked for",
+    "premature_termination": "the agent ended the conversation while a change the user asked for was still not made",
+    "unnecessary_transfer": "the agent handed the user to a human although its own tools could handle the request",
+    "missed_required_action": "a change the user asked for was never made",
+    "replay.output_missing": "the conversation ended without the information the user asked for",
+    "rule.no_confirmation": "the user's latest message is not an explicit yes to this change",
+    "rule.unconfirmed_details": "the user confirmed other details than the ones used",
+    "rule.before_auth": "no authentication had succeeded yet",
+    "rule.multiple_tool_calls": "the turn held several tool calls (only the first was executed)",
+    "rule.tool_call_with_text": "the turn held a tool call together with a message to the user",
+    "rule.malformed_tool_call": "its arguments were not a JSON object",
+    "rule.unknown_tool": "no such tool exists",
+    "rule.empty_reply": "the reply was empty",
+}
+_VALID = {
+    "outcome.success": "Valid: the episode succeeded and no policy rule flags this action.",
+    "outcome.before_first_error": "Valid: this action comes before the first critical error and no policy rule flags it.",
+    "outcome.after_first_error": "No rule flags this action; it comes after the first critical error, so the outcome does not judge it.",
+    "outcome.unexplained_failure": "Uncertain: the episode failed, but replay did not locate the action that broke it.",
+}
+
+
+def _excerpt(text: str) -> str:
+    """The start of a text, cut at a word boundary: an exact substring fit to quote."""
+    if len(text) <= QUOTE_LIMIT:
+        return text
+    cut = text.rfind(" ", 0, QUOTE_LIMIT)
+    return text[: cut if cut > 0 else QUOTE_LIMIT]
+
+
+def _ordered(judgement: Judgement) -> list[Finding]:
+    return sorted(judgement.findings, key=lambda f: not f.critical)
+
+
+def _describe(action: Action) -> str:
+    if action.name == RESPOND:
+        return f'The agent told the user: "{_excerpt(action.kwargs.get("content", ""))}"'
+    return f"The agent called {action.name} with {json.dumps(action.kwargs)}."
+
+
+def _changed_values(action: Action, expected: Action) -> dict[str, Any]:
+    """The arguments of `expected` that `action` gets wrong."""
+    return {key: value for key, value in expected.kwargs.items() if action.kwargs.get(key) != value}
+
+
+def _values(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [text for item in value for text in _values(item)]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _values(item)]
+    return [value if isinstance(value, str) else json.dumps(value)]
+
+
+def _grounded_expected(judgement: Judgement, view: View) -> Action | None:
+    for finding in _ordered(judgement):
+        expected = finding.expected
+        if expected is not None and not view.ungrounded(json.dumps(expected.kwargs), judgement.step):
+            return expected
+    return None
+
+
+def _evidence(judgement: Judgement, expected: Action | None, view: View) -> list[Evidence]:
+    step, found = judgement.step, []
+    if expected is not None and expected.name != RESPOND:
+        for key, value in _changed_values(judgement.action, expected).items():
+            wrong = set(_values(judgement.action.kwargs.get(key)))
+            for text in _values(value):
+                seen = view.last_seen(text, step) if text and text not in wrong else None
+                if seen is not None:
+                    found.append((seen, text))
+    if judgement.findings:
+        last_user = next((i for i in range(step - 1, 0, -1) if view.roles[i] == "user"), None)
+        if last_user is not None:
+            found.append((last_user, _excerpt(view.texts[last_user])))
+        if any(f.signal == "rule.unconfirmed_details" for f in judgement.findings) and last_user is not None:
+            request = next((i for i in range(last_user - 1, 0, -1) if view.roles[i] == "assistant"), None)
+            if request is not None and view.texts[request]:
+                found.append((request, _excerpt(view.texts[request])))
+    evidence = []
+    for seen, quote in dict.fromkeys(found):
+        source = "tool_result" if view.roles[seen] == "tool" else "message"
+        evidence.append(Evidence(step=seen, source=source, quote=quote))
+    return evidence
+
+
+def _policy_refs(judgement: Judgement, clauses: ClauseTable) -> list[PolicyRef]:
+    refs: dict[str, PolicyRef] = {}
+    for finding in _ordered(judgement):
+        topic = "transfer" if finding.category == "unnecessary_transfer" else _TOPICS.get(finding.signal)
+        if topic is not None:
+            hit = clauses.about(topic)
+        elif finding.signal.startswith("replay.") and finding.signal != "replay.output_missing":
+            hit = clauses.for_tool((finding.expected or judgement.action).name)
+        else:
+            hit = None
+        if hit is not None:
+            clause, sentence = hit
+            refs.setdefault(clause.clause_id, PolicyRef(clause_id=clause.clause_id, quote=sentence))
+    return list(refs.values())
+
+
+def _outcome_signal(episode: EpisodeJudgement, judgement: Judgement) -> str:
+    if episode.success:
+        return "outcome.success"
+    if episode.first_error is None:
+        return "outcome.unexplained_failure"
+    return "outcome.after_first_error" if judgement.after_first_error else "outcome.before_first_error"
+
+
+def _prose(episode: EpisodeJudgement, judgement: Judgement, expected: Action | None, auth_tools: str) -> Rationale:
+    observed = _describe(judgement.action)
+    if not judgement.findings:
+        required = "Follow the policy and move the user's request forward."
+        return Rationale(observed=observed, required=required, assessment=_VALID[_outcome_signal(episode, judgement)])
+    fix = ""
+    if expected is not None and expected.name == judgement.action.name:
+        changes = ", ".join(f"{key} = {json.dumps(value)}" for key, value in _changed_values(judgement.action, expected).items())
+        fix = f" ({changes}, as established earlier in the conversation)" if changes else ""
+    elif expected is not None and expected.name != RESPOND:
+        fix = f" (with {expected.name})"
+    required, reasons = [], []
+    for finding in _ordered(judgement):
+        required.append(_REQUIRED[finding.signal].format(fix=fix, auth_tools=auth_tools))
+        reasons.append(_ASSESSMENT.get(finding.signal) or _ASSESSMENT[finding.category])
+    assessment = f"Invalid ({judgement.severity}): {'; '.join(dict.fromkeys(reasons))}."
+    return Rationale(observed=observed, required=" ".join(dict.fromkeys(required)), assessment=assessment)
+
+
+def programmatic_label(episode: EpisodeJudgement, judgement: Judgement, view: View, clauses: ClauseTable, auth_tools: str) -> Label:
+    """The label of one judged action, with its programmatic rationale."""
+    trajectory = episode.trajectory
+    expected = _grounded_expected(judgement, view)
+    signals = [f.signal for f in _ordered(judgement)] or [_outcome_signal(episode, judgement)]
+    method = "rule" if judgement.findings and all(f.signal.startswith("rule.") for f in judgement.findings) else "hindsight"
+    meta = trajectory.meta[judgement.step]
+    return Label(
+        trajectory_id=trajectory.id,
+        domain=trajectory.domain,
+        split=trajectory.split,
+        task_id=trajectory.task_id,
+        trial=trajectory.trial,
+        step=judgement.step,
+        action=judgement.action,
+        verdict=judgement.verdict,
+        severity=judgement.severity,
+        categories=judgement.categories,
+        policy_refs=_policy_refs(judgement, clauses),
+        evidence=_evidence(judgement, expected, view),
+        rationale=_prose(episode, judgement, expected, auth_tools),
+        expected_action=expected,
+        label_source=LabelSource(method=method, signals=signals),
+        first_critical_error=judgement.first_critical_error,
+        after_first_error=judgement.after_first_error,
+        extra={"raw": meta.raw} if meta.violation and meta.raw is not None else {},
+    )
+
+
+def programmatic_labels(episode: EpisodeJudgement, view: View) -> list[Label]:
+    """Labels for every judged action of an episode, grounded against `view` (the episode's `View`)."""
+    name = episode.trajectory.domain
+    auth_tools = " or ".join(sorted(load_domain(name).catalog.auth_tools))
+    return [programmatic_label(episode, judgement, view, clause_table(name), auth_tools) for judgement in episode.judgements]
