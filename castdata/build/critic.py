@@ -11,9 +11,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from castdata.build.render import context_block, describe, emitted, history
+from castdata.build.render import describe, emitted, history
 from castdata.build.source import Episode
-from castdata.label.policy import Clause
 from castdata.label.schema import CATEGORIES, Label
 
 INSTRUCTIONS = f"""You are a critic of a customer-service agent that talks to a user and calls tools under the \
@@ -30,9 +29,9 @@ and the conversation so far (messages are numbered). Answer with one JSON object
 CHAT_TEMPLATE_KWARGS = {"enable_thinking": False}
 
 
-def system_prompt(clauses: list[Clause], tools: list[dict[str, Any]]) -> str:
-    """The critic's system turn: instructions, then the policy with clause ids and the tool schemas."""
-    return f"{INSTRUCTIONS}\n\n{context_block(clauses, tools)}"
+def system_prompt(context: str) -> str:
+    """The critic's system turn: instructions, then the context block (policy with clause ids, tool schemas)."""
+    return f"{INSTRUCTIONS}\n\n{context}"
 
 
 def user_prompt(episode: Episode, step: int) -> str:

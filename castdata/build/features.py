@@ -9,6 +9,8 @@ list of dicts, as TRL and `tokenizer.apply_chat_template` want them. Everything 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -158,9 +160,37 @@ def _storage_type(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type
 
 
-def to_table(features: Features, rows: list[dict[str, Any]]) -> pa.Table:
-    """Encode rows (Json values as Python objects) into a table with `features`' schema and metadata."""
-    schema = features.arrow_schema
-    storage = pa.schema([field.with_type(_storage_type(field.type)) for field in schema])
-    encoded = [features.encode_example(row) for row in rows]
-    return pa.Table.from_pylist(encoded, schema=storage).cast(schema)
+def _encoder(feature: Any) -> Callable[[Any], Any] | None:
+    """A function giving a value's storage form (every Json part as JSON text), or None when it is stored as is.
+
+    datasets' own `encode_example` is not used: it skips a list of structs whose first item is null.
+    """
+    if isinstance(feature, Json):
+        return lambda value: None if value is None else json.dumps(value, ensure_ascii=False)
+    if isinstance(feature, List):
+        item = _encoder(feature.feature)
+        return None if item is None else lambda value: None if value is None else [item(v) for v in value]
+    if isinstance(feature, dict):
+        parts = {name: _encoder(sub) for name, sub in feature.items()}
+        if not any(parts.values()):
+            return None
+        return lambda value: None if value is None else {
+            name: value.get(name) if part is None else part(value.get(name)) for name, part in parts.items()
+        }
+    return None
+
+
+class TableEncoder:
+    """Rows (Json values as Python objects) -> a table with the features' schema and metadata."""
+
+    def __init__(self, features: Features) -> None:
+        self.schema = features.arrow_schema
+        self.storage = pa.schema([field.with_type(_storage_type(field.type)) for field in self.schema])
+        self.encoders = {name: _encoder(feature) for name, feature in features.items()}
+
+    def __call__(self, rows: list[dict[str, Any]]) -> pa.Table:
+        columns = {
+            name: [row.get(name) for row in rows] if encode is None else [encode(row.get(name)) for row in rows]
+            for name, encode in self.encoders.items()
+        }
+        return pa.Table.from_pydict(columns, schema=self.storage).cast(self.schema)

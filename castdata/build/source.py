@@ -14,12 +14,11 @@ from pathlib import Path
 from castdata.build.splits import task_key
 from castdata.errors import InputError
 from castdata.label.policy import Clause
+from castdata.label.run import CLAUSES_FILE, LABELS, STATS_FILE
 from castdata.label.schema import Label
 from castdata.records import Trajectory
 from castdata.rollout.store import MANIFEST, TRAJECTORIES
 
-LABELS = "labels"
-CLAUSES = "policy_clauses.jsonl"
 
 
 @dataclass
@@ -113,11 +112,19 @@ def iter_episodes(run_dir: Path) -> Iterator[Episode]:
 
 def read_clauses(run_dir: Path) -> dict[str, list[Clause]]:
     """The labeler's policy clause table of a run, by domain, in policy order."""
-    path = run_dir / LABELS / CLAUSES
+    path = run_dir / LABELS / CLAUSES_FILE
     if not path.is_file():
-        raise InputError(f"{run_dir}: no {LABELS}/{CLAUSES}; label the run first (`castdata label {run_dir}`)")
+        raise InputError(f"{run_dir}: no {LABELS}/{CLAUSES_FILE}; label the run first (`castdata label {run_dir}`)")
     clauses: dict[str, list[Clause]] = {}
     for number, line in _lines(path):
         clause = _parse(Clause, path, number, line)
         clauses.setdefault(clause.domain, []).append(clause)
     return clauses
+
+
+def read_label_stats(run_dir: Path) -> dict | None:
+    """The labeler's statistics of a run (`labels/stats.json`, without its local path), if any."""
+    path = run_dir / LABELS / STATS_FILE
+    if not path.is_file():
+        return None
+    return {key: value for key, value in json.loads(path.read_text()).items() if key != "run_dir"}

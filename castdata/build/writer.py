@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from datasets import Features
 
-from castdata.build.features import to_table
+from castdata.build.features import TableEncoder
 
 PARQUET_OPTIONS = {"compression": "zstd"}
 BATCH_ROWS = 256
@@ -33,7 +33,7 @@ class ConfigWriter:
     """Writes one config's rows, split by split, into shards of at most `shard_rows` rows."""
 
     def __init__(self, root: Path, config: str, features: Features, shard_rows: int) -> None:
-        self.folder, self.features, self.shard_rows = root / config, features, shard_rows
+        self.folder, self.encode, self.shard_rows = root / config, TableEncoder(features), shard_rows
         self._splits: dict[str, _Split] = {}
 
     def add(self, split: str, row: dict[str, Any]) -> None:
@@ -46,7 +46,7 @@ class ConfigWriter:
     def _flush(self, split: str, state: _Split) -> None:
         if not state.rows:
             return
-        table = to_table(self.features, state.rows)
+        table = self.encode(state.rows)
         if state.writer is None:
             self.folder.mkdir(parents=True, exist_ok=True)
             path = self.folder / f"{split}-{len(state.shards):05d}.partial"

@@ -1,0 +1,77 @@
+"""The numbers a dataset card reports, computed from the written Parquet files (so they match the data).
+
+Rows per config and split; label verdicts and error categories per split (from `labels`); pass^k of every
+agent model per domain and benchmark split (from `trajectories`, infrastructure failures excluded).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from castdata.label.schema import CATEGORIES
+from castdata.report import pass_k_table
+
+PASS_K_DIGITS = 4
+
+Files = dict[str, dict[str, list[Path]]]  # config -> split -> shards
+
+
+def _read(paths: list[Path], columns: list[str]) -> dict[str, list]:
+    tables = [pq.read_table(path, columns=columns).to_pydict() for path in paths]
+    return {column: [value for table in tables for value in table[column]] for column in columns}
+
+
+def row_counts(files: Files) -> dict[str, dict[str, int]]:
+    """Rows per config and split, from the Parquet footers."""
+    return {
+        config: {split: sum(pq.ParquetFile(path).metadata.num_rows for path in paths) for split, paths in splits.items()}
+        for config, splits in files.items()
+    }
+
+
+def label_counts(files: Files) -> dict[str, dict[str, dict[str, int]]]:
+    """`verdicts` and `categories` (labels citing each category) per split of the `labels` config."""
+    verdicts, categories = {}, {}
+    for split, paths in files.get("labels", {}).items():
+        data = _read(paths, ["verdict", "categories"])
+        verdicts[split] = dict(sorted(Counter(data["verdict"]).items()))
+        counted = Counter(category for listed in data["categories"] for category in listed)
+        categories[split] = {category: counted[category] for category in CATEGORIES if counted[category]}
+    return {"verdicts": verdicts, "categories": categories}
+
+
+def pass_k(files: Files) -> list[dict]:
+    """pass^1..pass^n (a list, pass^1 first) per (domain, benchmark split, agent model), n the fewest trials of any
+    of its tasks."""
+    paths = [path for split_paths in files.get("trajectories", {}).values() for path in split_paths]
+    if not paths:
+        return []
+    data = _read(paths, ["domain", "benchmark_split", "agent_model", "task_id", "outcome"])
+    frame = pl.DataFrame(
+        {
+            "domain": data["domain"],
+            "benchmark_split": data["benchmark_split"],
+            "agent": data["agent_model"],
+            "task_id": data["task_id"],
+            "success": [outcome["reward"] == 1.0 for outcome in data["outcome"]],
+            "termination": [outcome["termination_reason"] for outcome in data["outcome"]],
+        }
+    )
+    found = []
+    for (benchmark_split,), group in frame.group_by("benchmark_split"):
+        table = pass_k_table(group)
+        for (domain, agent), rows in table.group_by("domain", "agent"):
+            found.append(
+                {
+                    "domain": domain,
+                    "benchmark_split": benchmark_split,
+                    "agent": agent,
+                    "tasks": int(rows["tasks"][0]),
+                    "pass_k": [round(float(v), PASS_K_DIGITS) for v in rows.sort("k")["pass_k"]],
+                }
+            )
+    return sorted(found, key=lambda row: (row["domain"], row["benchmark_split"], row["agent"]))

@@ -1,0 +1,96 @@
+"""`castdata run CONFIG.yaml`: collect, label, build and (with a `publish:` section) publish, resumable by stage.
+
+Each finished stage is recorded in `RUN_DIR/pipeline.json` with a key over its inputs (the config section and
+the content of the files it reads). A rerun skips every stage whose key is unchanged (and whose output is
+still there) and redoes the rest;
+collection also resumes inside the stage, episode by episode. The dataset goes to `build.out`, by default
+`RUN_DIR/dataset`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from castdata.config import PipelineConfig, load_config
+from castdata.rollout.store import TRAJECTORIES, write_json
+
+STATE = "pipeline.json"
+
+
+def _key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _folder_digest(folder: Path) -> dict[str, str]:
+    from castdata.build.dataset import file_digest
+
+    return {path.name: file_digest(path)["sha256"] for path in sorted(folder.glob("*.jsonl"))}
+
+
+class _Stages:
+    """The stage records of one run directory."""
+
+    def __init__(self, run_dir: Path, echo: Callable[[str], None]) -> None:
+        self.path, self.echo = run_dir / STATE, echo
+        self.done = json.loads(self.path.read_text()) if self.path.is_file() else {}
+
+    def run(self, stage: str, key: str, output: Path, work: Callable[[], str]) -> None:
+        """Run `work` (which returns a one-line summary) unless `stage` finished with the same key and its
+        `output` still exists."""
+        if self.done.get(stage, {}).get("key") == key and output.exists():
+            self.echo(f"{stage}: up to date, skipped")
+            return
+        started = time.time()
+        summary = work()
+        self.done[stage] = {"key": key, "finished_at": time.time(), "seconds": round(time.time() - started, 3)}
+        write_json(self.path, self.done)
+        self.echo(f"{stage}: {summary}")
+
+
+def run_pipeline(config_path: Path, out: Path | None = None, *, show_progress: bool = False, echo: Callable[[str], None] = print) -> Path:
+    """Run every stage of a pipeline config; returns the dataset folder."""
+    from castdata.build.dataset import MANIFEST, build_dataset
+    from castdata.label.run import LABELS, label_run, load_label_config
+    from castdata.rollout.collect import collect
+
+    config: PipelineConfig = load_config(config_path, PipelineConfig)
+    label_config = load_label_config(config_path)
+    run_dir = Path(out or config.out)
+    dataset_dir = Path(config.build.out) if config.build.out else run_dir / "dataset"
+    stages = _Stages(run_dir, echo)
+
+    def do_collect() -> str:
+        counts = collect(config.collect_part(), run_dir, show_progress=show_progress)["counts"]
+        return f"{counts['finished']} of {counts['planned']} episodes in {run_dir}"
+
+    def do_label() -> str:
+        labels = label_run(run_dir, label_config)["labels"]
+        return f"{labels['total']} labels ({json.dumps(labels['verdicts'])})"
+
+    def do_build() -> str:
+        manifest = build_dataset([run_dir], dataset_dir, config.build)
+        rows = {name: sum(entry["rows"] for entry in splits.values()) for name, splits in manifest["configs"].items()}
+        return f"{dataset_dir}: {json.dumps(rows)}"
+
+    stages.run("collect", _key(config.collect_part().fingerprint()), run_dir / TRAJECTORIES, do_collect)
+    trajectories = _folder_digest(run_dir / TRAJECTORIES)
+    stages.run("label", _key(trajectories, label_config.model_dump()), run_dir / LABELS, do_label)
+    labels = _folder_digest(run_dir / LABELS)
+    stages.run("build", _key(trajectories, labels, config.build.model_dump()), dataset_dir / MANIFEST, do_build)
+    if config.publish is not None:
+        from castdata.hub.publish import publish
+
+        release = config.publish
+        built = json.loads((dataset_dir / MANIFEST).read_text())["files"]
+
+        def do_publish() -> str:
+            published = publish(dataset_dir, release.repo, release.version, private=release.private, echo=echo)
+            return f"{release.repo} {published.tag} at {published.commit}"
+
+        stages.run("publish", _key(built, release.model_dump()), dataset_dir / MANIFEST, do_publish)
+    return dataset_dir
