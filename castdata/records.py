@@ -95,8 +95,25 @@ class InjectedMistake(BaseModel):
 
     kind: str
     step: int
-    outcome_breaking: bool
+    outcome_breaking: bool  # whether executing it breaks the outcome (checked by a privileged replay)
     detail: str = ""
+    intercepted: bool = False  # a critic judged it invalid and the agent revised it: it never executed
+
+
+class Interception(BaseModel):
+    """A proposed agent action a critic judged invalid before it executed (`castdata eval` with a critic).
+
+    The transcript (`messages`) keeps only what was executed; rejected proposals and the critic's feedback
+    live here. `revised` is the agent's next proposal, or None when `max_revisions` was reached and
+    `proposed` executed as it was.
+    """
+
+    step: int  # the message index the action takes in `messages`
+    attempt: int  # 1 for the turn's first proposal, 2 for its first revision, ...
+    proposed: dict[str, Any]  # the assistant message as the agent emitted it (every tool call)
+    verdict: str
+    critique: str
+    revised: dict[str, Any] | None
 
 
 class Trajectory(BaseModel):
@@ -119,6 +136,7 @@ class Trajectory(BaseModel):
     outcome: Outcome
     privileged: Privileged
     injected_mistakes: list[InjectedMistake] = Field(default_factory=list)
+    interceptions: list[Interception] = Field(default_factory=list)
     started_at: float
     ended_at: float
 

@@ -17,7 +17,8 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 
 
 def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
-    """One row per episode: domain, agent, task, trial, success, turns, termination reason."""
+    """One row per episode: domain, agent, task, trial, success, turns, termination reason, token usage and cost."""
+    usage = [r.usage_total() for r in records]
     return pl.DataFrame(
         {
             "domain": [r.domain for r in records],
@@ -27,9 +28,13 @@ def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
             "success": [r.outcome.reward == 1.0 for r in records],
             "turns": [sum(1 for m in r.messages if m["role"] == "assistant") for r in records],
             "termination": [r.outcome.termination_reason for r in records],
+            "prompt_tokens": [u.prompt_tokens for u in usage],
+            "completion_tokens": [u.completion_tokens for u in usage],
+            "cost_usd": [u.cost_usd for u in usage],
         },
         schema={"domain": pl.Utf8, "agent": pl.Utf8, "task_id": pl.Int64, "trial": pl.Int64,
-                "success": pl.Boolean, "turns": pl.Int64, "termination": pl.Utf8},
+                "success": pl.Boolean, "turns": pl.Int64, "termination": pl.Utf8,
+                "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "cost_usd": pl.Float64},
     )
 
 
@@ -65,6 +70,18 @@ def summarize(run_dir: Path) -> dict:
                 "mean_turns": float(counted["turns"].mean() or 0.0),
                 "pass_k": {int(k): round(float(v), 6) for k, v in zip(passes["k"], passes["pass_k"])},
                 "terminations": dict(sorted(zip(*group["termination"].value_counts().to_dict(as_series=False).values()))),
+                "usage": usage_sums(group),
             }
         )
-    return {"run_dir": str(run_dir), "groups": sorted(groups, key=lambda g: (g["domain"], g["agent"]))}
+    groups = sorted(groups, key=lambda g: (g["domain"], g["agent"]))
+    return {"run_dir": str(run_dir), "groups": groups, "usage": usage_sums(episodes)}
+
+
+def usage_sums(episodes: pl.DataFrame) -> dict:
+    """Tokens and cost summed over episodes (all of them: infrastructure errors cost too); cost None if unpriced."""
+    priced = episodes["cost_usd"].drop_nulls()
+    return {
+        "prompt_tokens": int(episodes["prompt_tokens"].sum()),
+        "completion_tokens": int(episodes["completion_tokens"].sum()),
+        "cost_usd": round(float(priced.sum()), 6) if len(priced) else None,
+    }

@@ -27,3 +27,10 @@ def print_report(summary: dict) -> None:
     for group in summary["groups"]:
         reasons.add_row(group["domain"], group["agent"], ", ".join(f"{k}={v}" for k, v in group["terminations"].items()))
     console.print(reasons)
+    usage = Table(title="token usage and cost (agent and user models)")
+    for column in ("domain", "agent", "prompt tokens", "completion tokens", "cost (USD)"):
+        usage.add_column(column, justify="right" if column not in ("domain", "agent") else "left")
+    for domain, agent, sums in [*((g["domain"], g["agent"], g["usage"]) for g in summary["groups"]), ("all", "", summary["usage"])]:
+        cost = "" if sums["cost_usd"] is None else f"{sums['cost_usd']:.4f}"
+        usage.add_row(domain, agent, str(sums["prompt_tokens"]), str(sums["completion_tokens"]), cost)
+    console.print(usage)

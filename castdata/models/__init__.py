@@ -16,7 +16,19 @@ def open_backend(spec: ModelSpec) -> Backend:
         from castdata.models.scripted import ScriptedBackend
 
         return ScriptedBackend(spec)
-    raise ValueError(f"backend: '{spec.backend}' is not available in this version; allowed: scripted")
+    if spec.backend == "openai":
+        from castdata.models.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(spec)
+    if spec.backend == "vllm":
+        from castdata.models.vllm_backend import VLLMBackend  # imports vllm itself only when the engine loads
+
+        return VLLMBackend(spec)
+    if spec.backend == "transformers":
+        from castdata.models.transformers_backend import TransformersBackend
+
+        return TransformersBackend(spec)
+    raise ValueError(f"backend: unknown backend '{spec.backend}'; allowed: scripted, openai, vllm, transformers")
 
 
 __all__ = ["ModelSpec", "Sampling", "open_backend"]

@@ -4,13 +4,26 @@ the agent session (one chat call per turn), the LLM user session, `complete`, us
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from castdata.config import ConfigError
 from castdata.models.base import EpisodeContext, Reply
 from castdata.models.spec import ModelSpec
+from castdata.models.toolcall_parser import parse_tool_calls
 from castdata.models.user_llm import LLMUser, parse_traits
 from castdata.records import Usage
+
+
+@dataclass(frozen=True)
+class ChatCall:
+    """One chat completion to make: the conversation, the tools offered (None: none), an output schema, a seed."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    json_schema: dict[str, Any] | None = None
+    seed: int | None = None
 
 
 class ChatAgent:
@@ -25,7 +38,8 @@ class ChatAgent:
 
 
 class ChatBackend:
-    """Base of the chat-model backends. `OPTIONS` lists the `spec.options` keys a backend accepts."""
+    """Base of the chat-model backends: a subclass implements `_complete`. `OPTIONS` lists the `spec.options`
+    keys it accepts."""
 
     OPTIONS: frozenset[str] = frozenset({"traits"})
 
@@ -47,6 +61,9 @@ class ChatBackend:
         seed: int | None = None,
     ) -> Reply:
         """One chat completion; raises `InfrastructureError` when the model cannot be reached."""
+        return await self._complete(ChatCall(messages, tools or None, json_schema, seed))
+
+    async def _complete(self, call: ChatCall) -> Reply:
         raise NotImplementedError
 
     def episode_seed(self, ctx: EpisodeContext) -> int | None:
@@ -75,6 +92,12 @@ class ChatBackend:
         if price_in is not None or price_out is not None:
             cost = (prompt_tokens * (price_in or 0.0) + completion_tokens * (price_out or 0.0)) / 1e6
         return Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_s=latency_s, cost_usd=cost)
+
+    def text_reply(self, text: str, prompt_tokens: int, completion_tokens: int, started: float) -> Reply:
+        """The reply in generated text (`<think>` dropped, `<tool_call>` blocks parsed), timed from `started`."""
+        parsed = parse_tool_calls(text)
+        usage = self.usage(prompt_tokens, completion_tokens, time.perf_counter() - started)
+        return Reply(content=parsed.content or None, tool_calls=parsed.tool_calls, usage=usage)
 
 
 def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

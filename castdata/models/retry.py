@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -13,6 +14,7 @@ from castdata.models.base import InfrastructureError
 from castdata.models.limits import AdaptiveLimiter
 
 T = TypeVar("T")
+_SECRET = re.compile(r"\bsk-[\w*.-]+")  # API keys, whole or masked, as error bodies quote them
 
 
 @dataclass(frozen=True)
@@ -70,4 +72,5 @@ async def call_with_retries(
 
 
 def _describe(err: BaseException) -> str:
-    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    """The error in one line for records and logs, with anything that looks like an API key redacted."""
+    return _SECRET.sub("sk-[redacted]", f"{type(err).__name__}: {err}" if str(err) else type(err).__name__)

@@ -5,6 +5,8 @@ information no real agent has) and plays it the way a careful agent would: ask f
 look up, state each change and ask for explicit confirmation, write, then tell the required outputs. With
 `options.mistakes` (probability per opportunity, per kind) it injects realistic mistakes and records each in
 the trajectory's `injected_mistakes`, which are ground truth for testing the labeler. Same seed, same output.
+When a critic sends a mistaken move back (`castdata.critic.feedback`), it plays the gold way instead and marks
+the mistake `intercepted`; a correct move sent back is proposed again.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from castdata.critic.feedback import transcript_length
 from castdata.envs import RESPOND
 from castdata.envs.database import same_state
 from castdata.models.base import EpisodeContext, Reply, ToolCall
@@ -45,6 +48,8 @@ class Move:
     mistakes: tuple[str, ...] = ()
     replaces: Action | None = None  # the gold write a wrong write stands in for
     breaking: bool = False  # for premature_end / missing_output, decided when planned
+    fix: tuple[Move, ...] = ()  # for a move with mistakes: the gold way, played if a critic sends the move back
+    covers: int = 1  # how many planned moves, from this one, `fix` replaces
 
 
 class ScriptedBackend:
@@ -82,6 +87,7 @@ class NoisyOracleAgent:
         self.injected: list[InjectedMistake] = []
         self.moves = self._plan()
         self.turn = 0
+        self.last: int | None = None  # the index of the move played last (None: the closing message)
 
     def _roll(self, kind: str) -> bool:
         return self.rng.random() < self.mistakes.get(kind, 0.0)
@@ -95,36 +101,48 @@ class NoisyOracleAgent:
         if auth is not None:
             first_read = next((i for i, a in enumerate(rest) if domain.tool_kind(a.name) == "read" and a.name not in domain.catalog.auth_tools), None)
             if first_read is not None and self._roll("before_auth"):
-                moves.append(Move(calls=(rest.pop(first_read),), mistakes=("before_auth",)))
+                read = rest.pop(first_read)
+                fix = (Move(calls=(auth,)), Move(calls=(read,)))
+                moves.append(Move(calls=(read,), mistakes=("before_auth",), fix=fix, covers=2))
             moves.append(Move(calls=(auth,)))
+        return moves + self._plan_rest(rest, self._roll)
+
+    def _plan_rest(self, rest: list[Action], roll) -> list[Move]:
+        """The moves after authentication; `roll(kind)` decides each opportunity for a mistake."""
+        domain, task = self.ctx.domain, self.ctx.task
+        gold = [a for a in task.actions if a.name != RESPOND]
+        moves: list[Move] = []
         index = 0
         while index < len(rest):
             action = rest[index]
             kind = domain.tool_kind(action.name)
             following = rest[index + 1] if index + 1 < len(rest) else None
             if kind == "write":
-                if self._roll("premature_end"):
+                if roll("premature_end"):
                     left = rest[index:]
                     breaking = bool(task.outputs) or self._breaks([a for a in gold if a not in left])
-                    moves.append(Move(say=f"I have taken care of your request. {ANYTHING_ELSE}", mistakes=("premature_end",), breaking=breaking))
+                    fix = tuple(self._plan_rest(left, _never))
+                    moves.append(Move(say=f"I have taken care of your request. {ANYTHING_ELSE}", mistakes=("premature_end",), breaking=breaking, fix=fix))
                     return moves
-                if self._roll("no_confirmation"):
-                    write = self._write(action)
-                    moves.append(Move(calls=write.calls, mistakes=("no_confirmation", *write.mistakes), replaces=write.replaces))
+                if roll("no_confirmation"):
+                    write = self._write(action, roll)
+                    fix = (Move(say=self._confirmation(action)), Move(calls=(action,)))
+                    moves.append(Move(calls=write.calls, mistakes=("no_confirmation", *write.mistakes), replaces=write.replaces, fix=fix))
                 else:
                     moves.append(Move(say=self._confirmation(action)))
-                    moves.append(self._write(action))
-            elif kind == "read" and following is not None and domain.tool_kind(following.name) == "read" and self._roll("two_tool_calls"):
-                moves.append(Move(calls=(action, following), mistakes=("two_tool_calls",)))
+                    moves.append(self._write(action, roll))
+            elif kind == "read" and following is not None and domain.tool_kind(following.name) == "read" and roll("two_tool_calls"):
+                moves.append(Move(calls=(action, following), mistakes=("two_tool_calls",), fix=(Move(calls=(action,)),)))
                 moves.append(Move(calls=(following,)))
                 index += 1
             else:
                 moves.append(Move(calls=(action,)))
             index += 1
-        if task.outputs and self._roll("missing_output"):
-            moves.append(Move(say=f"Your request is complete. {ANYTHING_ELSE}", mistakes=("missing_output",), breaking=True))
+        outputs = Move(say=f"Here is the information you asked for: {'; '.join(task.outputs)}. {ANYTHING_ELSE}")
+        if task.outputs and roll("missing_output"):
+            moves.append(Move(say=f"Your request is complete. {ANYTHING_ELSE}", mistakes=("missing_output",), breaking=True, fix=(outputs,)))
         elif task.outputs:
-            moves.append(Move(say=f"Here is the information you asked for: {'; '.join(task.outputs)}. {ANYTHING_ELSE}"))
+            moves.append(outputs)
         else:
             moves.append(Move(say=f"Your request is complete. {ANYTHING_ELSE}"))
         return moves
@@ -138,21 +156,37 @@ class NoisyOracleAgent:
         what = action.name.replace("_", " ")
         return f"I can {what} with these details: {json.dumps(action.kwargs)}. Do you confirm that I should proceed (yes/no)?"
 
-    def _write(self, action: Action) -> Move:
-        if self._roll("wrong_tool"):
+    def _write(self, action: Action, roll) -> Move:
+        fix = (Move(calls=(action,)),)
+        if roll("wrong_tool"):
             other = _other_write_tool(self.ctx, action)
             if other is not None:
-                return Move(calls=(other,), mistakes=("wrong_tool",), replaces=action)
-        if self._roll("wrong_argument"):
-            return Move(calls=(action,), mistakes=("wrong_argument",), replaces=action)
+                return Move(calls=(other,), mistakes=("wrong_tool",), replaces=action, fix=fix)
+        if roll("wrong_argument"):
+            return Move(calls=(action,), mistakes=("wrong_argument",), replaces=action, fix=fix)
         return Move(calls=(action,))
 
+    def _revise(self, step: int) -> None:
+        """A critic sent the last move back: replan it the gold way (its fix), or propose it again when it had none."""
+        if self.last is None:
+            return
+        self.turn = self.last
+        move = self.moves[self.turn]
+        if move.fix:
+            self.moves[self.turn:self.turn + move.covers] = move.fix
+            for mistake in self.injected:
+                mistake.intercepted = mistake.intercepted or mistake.step == step
+
     async def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
-        """The next planned turn; after the plan, a closing message."""
-        step = len(messages)
+        """The next planned turn (after a critic's feedback, the revision of the last one); after the plan, a closing message."""
+        step = transcript_length(messages)
+        if step < len(messages):
+            self._revise(step)
         if self.turn >= len(self.moves):
+            self.last = None
             return Reply(content=f"Thank you for contacting us. {ANYTHING_ELSE}")
         move = self.moves[self.turn]
+        self.last = self.turn
         self.turn += 1
         calls = list(move.calls)
         for kind in move.mistakes:
@@ -212,6 +246,11 @@ class ScriptedUser:
         if self.confused >= self.PATIENCE:
             return Reply(content="I don't think we're getting anywhere. ###STOP###")
         return Reply(content="Sorry, I'm not sure what you mean. Can you help me with my request?")
+
+
+def _never(kind: str) -> bool:
+    """A roll that never injects a mistake (for planning the gold way)."""
+    return False
 
 
 def _visible_text(messages: list[dict[str, Any]]) -> str:

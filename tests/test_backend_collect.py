@@ -1,0 +1,171 @@
+"""`castdata collect` with the openai backend for agent and user, against the loopback server.
+
+A `Playbook` answers every request from the request alone: as the user (recognised by the simulator's
+system prompt) it reuses the scripted user; as the agent it replays the noisy-oracle plan of the task named
+in the user's opening line (with planned mistakes, so some episodes fail), retrying a move after a
+malformed call. So retries and faults
+cannot change the play, and a faulty run must reach the same rewards as a clean one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from castdata.cli import app
+from castdata.config import load_config
+from castdata.envs import load_domain
+from castdata.models.base import EpisodeContext
+from castdata.models.scripted import NoisyOracleAgent, ScriptedUser
+from castdata.models.user_llm import USER_ROLE
+from castdata.report import summarize
+from castdata.rollout.store import read_trajectories
+from openai_server import ChatServer, FaultPlan
+
+KEY_ENV = "CASTDATA_TEST_COLLECT_KEY"
+KEY = "sk-test-collect-0123456789abcdef"
+TICKET = re.compile(r"\[ticket (\w+)/(\w+)/(\d+)\]")
+MALFORMED_OBSERVATION = "Error: the arguments of"
+MISTAKES = {"premature_end": 0.3, "missing_output": 0.5}  # with seed 0: tasks 2 and 3 end too early
+FAULTS = FaultPlan(rate_429=0.07, rate_500=0.07, rate_drop=0.06, rate_malformed=0.08, retry_after_s=0.001, latency_s=0.001, seed=3)
+
+
+class Playbook:
+    """A deterministic agent and user for the loopback server (see the module docstring)."""
+
+    def __init__(self, domain: str, split: str) -> None:
+        self.domain = load_domain(domain)
+        self.by_instruction = {task.instruction: task for task in self.domain.tasks(split)}
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body["messages"]
+        return self.user(messages) if messages[0]["content"].startswith(USER_ROLE) else self.agent(messages)
+
+    def user(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        task = next(t for text, t in self.by_instruction.items() if f"Instruction: {text}\n" in messages[0]["content"])
+        if len(messages) == 2:
+            return {"content": f"Hi! I need help with a request. [ticket {task.domain}/{task.split}/{task.index}]"}
+        answer = asyncio.run(ScriptedUser(EpisodeContext(self.domain, task, seed=0)).reply(messages[-1]["content"]))
+        return {"content": answer.content}
+
+    def agent(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        _, split, index = TICKET.search(messages[1]["content"]).groups()
+        plan = NoisyOracleAgent(EpisodeContext(self.domain, self.domain.task(split, int(index)), seed=0), MISTAKES).moves
+        done = sum(
+            1
+            for i, message in enumerate(messages)
+            if message["role"] == "assistant"
+            and not (i + 1 < len(messages) and str(messages[i + 1].get("content", "")).startswith(MALFORMED_OBSERVATION))
+        )
+        if done >= len(plan):
+            return {"content": "Thank you for contacting us. Is there anything else I can help you with?"}
+        move = plan[done]
+        if move.say is not None:
+            return {"content": move.say}
+        return {"tool_calls": [{"function": {"name": a.name, "arguments": a.kwargs}} for a in move.calls]}
+
+
+def write_config(path: Path, server: ChatServer, max_retries: int = 12) -> Path:
+    endpoint = {"backend": "openai", "base_url": server.base_url, "api_key_env": KEY_ENV, "max_retries": max_retries,
+                "options": {"retry_backoff_s": 0.002}}
+    config = {
+        "domains": ["retail"], "split": "test", "tasks": "0-3", "trials": 2, "seed": 0, "concurrency": 8, "max_steps": 40,
+        "agent": {**endpoint, "model": "agent-model", "price_in_per_mtok": 1.0, "price_out_per_mtok": 4.0},
+        "user": {**endpoint, "model": "user-model"},
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def collect(config: Path, out: Path) -> None:
+    result = CliRunner().invoke(app, ["collect", str(config), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+
+
+def rewards(out: Path) -> dict[tuple, float]:
+    return {record.key: record.outcome.reward for record in read_trajectories(out)}
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+
+
+@pytest.fixture(scope="module")
+def playbook() -> Playbook:
+    return Playbook("retail", "test")
+
+
+def test_faulty_run_matches_clean_run(tmp_path: Path, playbook: Playbook) -> None:
+    with ChatServer(playbook) as server:
+        collect(write_config(tmp_path / "clean.yaml", server), tmp_path / "clean")
+        assert server.stats.outcomes["ok"] == server.stats.total
+    with ChatServer(playbook, FAULTS) as server:
+        collect(write_config(tmp_path / "faulty.yaml", server), tmp_path / "faulty")
+        outcomes = dict(server.stats.outcomes)
+        assert all(headers["authorization"] == f"Bearer {KEY}" for headers in server.stats.headers)
+
+    clean, faulty = rewards(tmp_path / "clean"), rewards(tmp_path / "faulty")
+    assert len(clean) == 8 and faulty == clean and sorted(set(clean.values())) == [0.0, 1.0]
+    assert min(outcomes["429"], outcomes["500"], outcomes["drop"], outcomes["malformed"]) > 0
+    records = read_trajectories(tmp_path / "faulty")
+    assert all(r.outcome.termination_reason == "user_stop" for r in records)
+
+    # every malformed response is a recorded agent error step, with the raw text, answered by an error observation
+    steps = [(r, i) for r in records for i, meta in enumerate(r.meta) if meta.violation == "malformed_tool_call"]
+    assert len(steps) == outcomes["malformed"]
+    for record, index in steps:
+        assert record.messages[index]["role"] == "assistant" and record.meta[index].raw["arguments"]
+        assert record.messages[index + 1]["content"].startswith(MALFORMED_OBSERVATION)
+
+    # no API key in any written file
+    for path in (tmp_path / "faulty").rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_usage_is_summed_per_episode_and_run(tmp_path: Path, playbook: Playbook) -> None:
+    with ChatServer(playbook) as server:
+        collect(write_config(tmp_path / "config.yaml", server), tmp_path / "run")
+    records = read_trajectories(tmp_path / "run")
+    for record in records:
+        agent_usage = [m.usage for m, msg in zip(record.meta, record.messages) if msg["role"] == "assistant"]
+        assert all(u is not None and u.prompt_tokens > 0 and u.cost_usd > 0 for u in agent_usage)
+        user_usage = [m.usage for m, msg in zip(record.meta, record.messages) if msg["role"] == "user"]
+        assert all(u is not None and u.completion_tokens > 0 and u.cost_usd is None for u in user_usage)
+    summary = summarize(tmp_path / "run")
+    total = summary["usage"]
+    assert total["prompt_tokens"] == sum(r.usage_total().prompt_tokens for r in records)
+    assert total["cost_usd"] == pytest.approx(sum(r.usage_total().cost_usd for r in records), abs=1e-6)
+    report = CliRunner().invoke(app, ["report", str(tmp_path / "run")])
+    assert report.exit_code == 0 and "token usage" in report.output
+
+
+def test_infrastructure_errors_are_kept_excluded_and_rerun(tmp_path: Path, playbook: Playbook) -> None:
+    with ChatServer(playbook, FaultPlan(fail_first_n=10**9)) as server:
+        config = write_config(tmp_path / "config.yaml", server, max_retries=1)
+        collect(config, tmp_path / "run")
+        failed = read_trajectories(tmp_path / "run")
+        assert len(failed) == 8 and all(r.outcome.termination_reason == "infrastructure_error" for r in failed)
+        assert all("gave up after 2 attempts" in r.outcome.error for r in failed)
+        (group,) = summarize(tmp_path / "run")["groups"]
+        assert (group["episodes"], group["infrastructure_errors"], group["pass_k"]) == (8, 8, {})
+
+        server.faults = FaultPlan()  # the endpoint recovers; the same config reruns the failed episodes
+        collect(config, tmp_path / "run")
+    rerun = read_trajectories(tmp_path / "run")
+    assert len(rerun) == 8 and all(r.counts_for_pass_k for r in rerun)
+    (group,) = summarize(tmp_path / "run")["groups"]
+    assert group["infrastructure_errors"] == 0 and group["pass_k"][1] > 0
+
+
+@pytest.mark.parametrize("name", ["openai_example.yaml", "vllm_example.yaml"])
+def test_example_configs_validate(name: str) -> None:
+    config = load_config(Path(__file__).resolve().parent.parent / "configs" / name)
+    assert {config.agent.backend, config.user.backend} <= {"openai", "vllm"}
