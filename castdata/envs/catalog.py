@@ -22,6 +22,8 @@ class DomainCatalog:
     transfer_tool: str | None  # telecom ships no transfer tool
     auth_tools: frozenset[str]
     auth_hint: str  # what the agent asks for to authenticate
+    user_table: str  # where the task's user_id is a key
+    email_auth_tool: str | None = None  # the auth tool that takes the user's email
 
 
 CATALOG: dict[str, DomainCatalog] = {
@@ -40,6 +42,8 @@ CATALOG: dict[str, DomainCatalog] = {
         transfer_tool="transfer_to_human_agents",
         auth_tools=frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"}),
         auth_hint="your email address, or your first name, last name and zip code",
+        user_table="users",
+        email_auth_tool="find_user_id_by_email",
     ),
     "airline": DomainCatalog(
         write_tools=frozenset(
@@ -55,6 +59,7 @@ CATALOG: dict[str, DomainCatalog] = {
         transfer_tool="transfer_to_human_agents",
         auth_tools=frozenset(),  # the policy only asks the agent to obtain the user id from the user
         auth_hint="your user id",
+        user_table="users",
     ),
     "telecom": DomainCatalog(
         write_tools=frozenset(
@@ -63,11 +68,15 @@ CATALOG: dict[str, DomainCatalog] = {
         transfer_tool=None,
         auth_tools=frozenset({"find_customer_by_email", "find_customer_by_phone"}),
         auth_hint="your email address or phone number",
+        user_table="customers",
+        email_auth_tool="find_customer_by_email",
     ),
     "telehealth": DomainCatalog(
         write_tools=frozenset({"cancel_appointment", "reschedule_appointment", "schedule_appointment"}),
         transfer_tool="transfer_to_human_support",
         auth_tools=frozenset({"find_patient_by_email", "find_patient_by_name_dob"}),
         auth_hint="your email address, or your full name and date of birth",
+        user_table="patients",
+        email_auth_tool="find_patient_by_email",
     ),
 }

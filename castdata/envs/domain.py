@@ -147,6 +147,16 @@ class Domain:
         has_tasks = any(key.startswith("TASKS") and isinstance(v, list) for key, v in vars(module).items())
         return module if has_tasks else None
 
+    def auth_action(self, task: Task) -> Action | None:
+        """How the task's user authenticates: the gold solution's auth call, else (many gold solutions, e.g.
+        every retail train task, skip it) a lookup by the email on the user's record; None if neither exists."""
+        gold = next((a for a in task.actions if a.name in self.catalog.auth_tools), None)
+        if gold is not None or self.catalog.email_auth_tool is None:
+            return gold
+        table = self.base.tables[self.catalog.user_table]
+        email = _find_key(table.load(task.user_id), "email") if task.user_id in table.blobs else None
+        return Action(name=self.catalog.email_auth_tool, kwargs={"email": email}) if email else None
+
     # -- reward -----------------------------------------------------------------------------------
     def replay(self, actions: tuple[Action, ...] | list[Action]) -> EpisodeDatabase:
         """Run tool actions on a fresh database under the episode clock (skips `respond` and transfers)."""
@@ -170,6 +180,20 @@ class Domain:
         missing = tuple(output for output in task.outputs if output not in found)
         reward = 1.0 if db_match and not missing else 0.0
         return Score(reward, db_match, found, missing)
+
+
+def _find_key(record: Any, key: str) -> Any:
+    """The first value stored under `key` anywhere in a nested record."""
+    if isinstance(record, dict):
+        if key in record:
+            return record[key]
+        record = list(record.values())
+    if isinstance(record, list):
+        for value in record:
+            found = _find_key(value, key)
+            if found is not None:
+                return found
+    return None
 
 
 @functools.cache
