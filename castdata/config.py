@@ -9,12 +9,18 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from castdata.build.options import BuildOptions
+from castdata.hub.options import PublishOptions
 from castdata.models.spec import ModelSpec
+from castdata.scale.options import ExecutorOptions
+
+if TYPE_CHECKING:
+    from castdata.models.base import Backend
 
 
 class ConfigError(ValueError):
@@ -27,8 +33,8 @@ class CollectConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     domains: list[str] = Field(default_factory=lambda: ["retail"], min_length=1)
-    split: str = "test"
-    tasks: str | list[int] = "all"
+    split: str | list[str] = "test"
+    tasks: str | list[int] | dict[str, str | list[int]] = "all"
     trials: int = Field(default=4, ge=1)
     agent: ModelSpec = Field(default_factory=ModelSpec)
     user: ModelSpec = Field(default_factory=lambda: ModelSpec(model="scripted-user"))
@@ -37,31 +43,54 @@ class CollectConfig(BaseModel):
     concurrency: int = Field(default=32, ge=1)
     seed: int = 0
     out: str = "runs/demo"
+    executor: ExecutorOptions = Field(default_factory=ExecutorOptions)
 
     @field_validator("tasks")
     @classmethod
-    def _tasks_form(cls, value: str | list[int]) -> str | list[int]:
-        if isinstance(value, str) and value != "all" and not re.fullmatch(r"\d+-\d+", value):
-            raise ValueError("must be 'all', a list of task ids, or a range 'START-END' (inclusive)")
+    def _tasks_form(cls, value):
+        for selection in value.values() if isinstance(value, dict) else [value]:
+            if isinstance(selection, str) and selection != "all" and not re.fullmatch(r"\d+-\d+", selection):
+                raise ValueError("must be 'all', a list of task ids, a range 'START-END' (inclusive), or a mapping "
+                                 "from 'split' or 'domain/split' to one of those")
         return value
 
-    def task_ids(self, available: int) -> list[int]:
-        """The selected task ids, given how many tasks a split has; raises ConfigError when out of range."""
-        if self.tasks == "all":
+    @property
+    def splits(self) -> list[str]:
+        """The splits to collect."""
+        return [self.split] if isinstance(self.split, str) else list(self.split)
+
+    def selection(self, domain: str, split: str) -> str | list[int] | None:
+        """What `tasks` selects for one domain and split; None when a mapping names neither."""
+        if not isinstance(self.tasks, dict):
+            return self.tasks
+        return self.tasks.get(f"{domain}/{split}", self.tasks.get(split))
+
+    def task_ids(self, domain: str, split: str, available: int) -> list[int]:
+        """The selected task ids of one domain/split, given how many tasks it has; ConfigError when out of range."""
+        selection = self.selection(domain, split)
+        if selection is None:
+            return []
+        if selection == "all":
             return list(range(available))
-        if isinstance(self.tasks, str):
-            start, end = (int(x) for x in self.tasks.split("-"))
+        if isinstance(selection, str):
+            start, end = (int(x) for x in selection.split("-"))
             ids = list(range(start, end + 1))
         else:
-            ids = list(self.tasks)
+            ids = list(selection)
         for task_id in ids:
             if not 0 <= task_id < available:
-                raise ConfigError(f"tasks: task id {task_id} out of range; allowed: 0..{available - 1}")
+                raise ConfigError(f"tasks: task id {task_id} out of range for {domain}/{split}; allowed: 0..{available - 1}")
         return ids
 
+    def open_agent(self) -> Backend:
+        """The agent backend the episodes run (`castdata eval` wraps it in a critic guard)."""
+        from castdata.models import open_backend
+
+        return open_backend(self.agent)
+
     def fingerprint(self) -> str:
-        """A hash of everything that determines the episodes (not `out` or `concurrency`)."""
-        relevant = self.model_dump(mode="json", exclude={"out", "concurrency"})
+        """A hash of everything that determines the episodes (not `out`, `concurrency` or `executor`)."""
+        relevant = self.model_dump(mode="json", exclude={"out", "concurrency", "executor"})
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -69,8 +98,8 @@ class PipelineConfig(CollectConfig):
     """`castdata run`: collection plus the label, build and (optional) publish stages."""
 
     label: dict[str, Any] = Field(default_factory=dict)
-    build: dict[str, Any] = Field(default_factory=dict)
-    publish: dict[str, Any] | None = None
+    build: BuildOptions = Field(default_factory=BuildOptions)
+    publish: PublishOptions | None = None
 
     def collect_part(self) -> CollectConfig:
         """Just the collection keys."""
@@ -85,7 +114,8 @@ def _one_line(err: ValidationError, model: type[BaseModel]) -> str:
         fields: Any = model.model_fields
         for part in parent:
             annotation = fields[part].annotation if part in fields else None
-            fields = getattr(annotation, "model_fields", {})
+            candidates = [annotation, *get_args(annotation)]  # unwrap `Model | None`
+            fields = next((c.model_fields for c in candidates if hasattr(c, "model_fields")), {})
         return f"{where}: unknown key; allowed: {', '.join(fields)}"
     return f"{where}: {first['msg']} (got {first.get('input')!r})"
 

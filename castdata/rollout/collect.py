@@ -7,6 +7,7 @@ import hashlib
 import json
 import platform
 import time
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from castdata.config import CollectConfig, ConfigError
 from castdata.envs import UnknownName, load_domain
 from castdata.envs.tau_import import tau_trait_version
 from castdata.models import open_backend
-from castdata.records import Trajectory
+from castdata.models.base import Backend
+from castdata.records import Trajectory, Usage
 from castdata.rollout.episode import run_episode
 from castdata.rollout.store import MANIFEST, RecordWriter, finished_keys, repair, trajectory_file, write_json
 
@@ -32,9 +34,20 @@ class Progress:
 
     total: int = 0
     done: int = 0  # finished episodes, earlier runs included
-    ran: int = 0  # episodes run by this process
+    ran: int = 0  # episodes run by this run
     successes: int = 0  # of those, reward 1
+    tokens: int = 0  # their prompt and completion tokens
+    cost_usd: float = 0.0  # their priced cost
+    workers: dict[int, int] = field(default_factory=dict)  # cluster executor: worker -> pid of its process
     started: float = field(default_factory=time.time)
+
+    def count(self, reward: float, usage: Usage) -> None:
+        """One more finished episode, with its reward and token usage."""
+        self.done += 1
+        self.ran += 1
+        self.successes += int(reward == 1.0)
+        self.tokens += usage.prompt_tokens + usage.completion_tokens
+        self.cost_usd += usage.cost_usd or 0.0
 
 
 def episode_seed(seed: int, key: EpisodeKey) -> int:
@@ -49,8 +62,11 @@ def plan_episodes(config: CollectConfig) -> list[EpisodeKey]:
     try:
         for name in config.domains:
             domain = load_domain(name)
-            task_ids = config.task_ids(len(domain.tasks(config.split)))
-            keys += [(name, config.split, task_id, trial) for task_id in task_ids for trial in range(config.trials)]
+            for split in config.splits:
+                if config.selection(name, split) is None:
+                    continue
+                task_ids = config.task_ids(name, split, len(domain.tasks(split)))
+                keys += [(name, split, task_id, trial) for task_id in task_ids for trial in range(config.trials)]
     except UnknownName as err:
         raise ConfigError(str(err)) from None
     return keys
@@ -59,15 +75,22 @@ def plan_episodes(config: CollectConfig) -> list[EpisodeKey]:
 def prepare_run_dir(config: CollectConfig, out: Path, force: bool) -> dict:
     """Create or reopen a run directory; refuse a different config unless `force`. Returns the manifest."""
     manifest_path = out / MANIFEST
-    previous = None
-    if manifest_path.exists():
-        previous = json.loads(manifest_path.read_text())
-        if previous.get("config_fingerprint") != config.fingerprint() and not force:
-            raise RunDirConflict(
-                f"{out}: holds a run with a different config (fingerprint {previous.get('config_fingerprint')} "
-                f"!= {config.fingerprint()}); use another --out, or --force to continue into it"
-            )
-    manifest = {
+    previous = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
+    manifest = run_manifest(config, previous, str(out), force)
+    write_json(manifest_path, manifest)
+    for path in (out / "trajectories").glob("*.jsonl"):
+        repair(path)
+    return manifest
+
+
+def run_manifest(config: CollectConfig, previous: dict | None, where: str, force: bool) -> dict:
+    """The manifest of a run (re)started at `where` over the `previous` one; refuses a different config unless `force`."""
+    if previous is not None and previous.get("config_fingerprint") != config.fingerprint() and not force:
+        raise RunDirConflict(
+            f"{where}: holds a run with a different config (fingerprint {previous.get('config_fingerprint')} "
+            f"!= {config.fingerprint()}); use another --out, or --force to continue into it"
+        )
+    return {
         "schema": "castdata.run/1",
         "config": config.model_dump(mode="json"),
         "config_fingerprint": config.fingerprint(),
@@ -76,29 +99,26 @@ def prepare_run_dir(config: CollectConfig, out: Path, force: bool) -> dict:
         "ended_at": None,
         "counts": (previous or {}).get("counts", {}),
     }
-    write_json(manifest_path, manifest)
-    for path in (out / "trajectories").glob("*.jsonl"):
-        repair(path)
-    return manifest
 
 
-async def collect_async(config: CollectConfig, out: Path, *, force: bool = False, progress: Progress | None = None) -> dict:
-    """Run every pending episode of `config` into `out`; returns the final manifest."""
-    keys = plan_episodes(config)
-    manifest = prepare_run_dir(config, out, force)
-    done = finished_keys(out)
-    pending = [key for key in keys if key not in done]
-    progress = progress or Progress()
-    progress.total, progress.done = len(keys), len(keys) - len(pending)
-    agent, user = open_backend(config.agent), open_backend(config.user)
-    writer = RecordWriter()
-    queue: asyncio.Queue[EpisodeKey] = asyncio.Queue()
-    for key in pending:
-        queue.put_nowait(key)
+async def run_episodes(
+    config: CollectConfig,
+    keys: Iterable[EpisodeKey] | AsyncIterator[EpisodeKey],
+    agent: Backend,
+    user: Backend,
+    keep: Callable[[Trajectory], None],
+) -> None:
+    """Run the episodes `keys` (or those an async iterator yields as they come), `config.concurrency` at a time,
+    handing each record to `keep` as it finishes."""
+    source = keys if isinstance(keys, AsyncIterator) else _each(keys)
+    turn = asyncio.Lock()  # one episode slot at a time advances the iterator
 
     async def worker() -> None:
-        while not queue.empty():
-            key = queue.get_nowait()
+        while True:
+            async with turn:
+                key = await anext(source, None)
+            if key is None:
+                return
             domain = load_domain(key[0])
             record: Trajectory = await run_episode(
                 domain,
@@ -112,13 +132,40 @@ async def collect_async(config: CollectConfig, out: Path, *, force: bool = False
                 max_steps=config.max_steps,
                 max_errors=config.max_errors,
             )
-            writer.append(trajectory_file(out, key[0], key[1]), record.to_json())
-            progress.done += 1
-            progress.ran += 1
-            progress.successes += int(record.outcome.reward == 1.0)
+            keep(record)
+
+    await asyncio.gather(*(worker() for _ in range(config.concurrency)))
+
+
+async def _each(keys: Iterable[EpisodeKey]) -> AsyncIterator[EpisodeKey]:
+    for key in keys:
+        yield key
+
+
+async def collect_async(config: CollectConfig, out: Path | str, *, force: bool = False, progress: Progress | None = None) -> dict:
+    """Run every pending episode of `config` into `out` (a path; with `executor: ray` also an fsspec URL);
+    returns the final manifest."""
+    progress = progress or Progress()
+    if config.executor.ray is not None:
+        from castdata.scale.ray_executor import collect_on_ray
+
+        return await collect_on_ray(config, out, force=force, progress=progress)
+    if not isinstance(out, Path):
+        raise ConfigError(f"out: {out} is a URL; the local executor writes to a path (URLs need `executor: ray`)")
+    keys = plan_episodes(config)
+    manifest = prepare_run_dir(config, out, force)
+    done = finished_keys(out)
+    pending = [key for key in keys if key not in done]
+    progress.total, progress.done = len(keys), len(keys) - len(pending)
+    agent, user = config.open_agent(), open_backend(config.user)
+    writer = RecordWriter()
+
+    def keep(record: Trajectory) -> None:
+        writer.append(trajectory_file(out, record.domain, record.split), record.to_json())
+        progress.count(record.outcome.reward, record.usage_total())
 
     try:
-        await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(1, len(pending))))))
+        await run_episodes(config, pending, agent, user, keep)
     finally:
         writer.close()
         await agent.aclose()
@@ -129,8 +176,8 @@ async def collect_async(config: CollectConfig, out: Path, *, force: bool = False
     return manifest
 
 
-def collect(config: CollectConfig, out: Path, *, force: bool = False, show_progress: bool = True) -> dict:
-    """Synchronous `collect_async` with a rich progress bar (episodes, success rate, episodes/s)."""
+def collect(config: CollectConfig, out: Path | str, *, force: bool = False, show_progress: bool = True) -> dict:
+    """Synchronous `collect_async` with a rich progress bar (episodes, success rate, tokens, cost, episodes/s)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
     progress = Progress()
@@ -146,8 +193,10 @@ def collect(config: CollectConfig, out: Path, *, force: bool = False, show_progr
                 await asyncio.wait({job}, timeout=0.2)
                 elapsed = max(time.time() - progress.started, 1e-9)
                 rate = progress.successes / max(1, progress.ran)
+                workers = f" | {len(progress.workers)} workers" if progress.workers else ""
                 bar.update(handle, total=progress.total, completed=progress.done,
-                           description=f"success {rate:.0%} | {progress.ran / elapsed:.1f} ep/s")
+                           description=f"success {rate:.0%} | {progress.tokens:,} tokens | ${progress.cost_usd:.2f} | "
+                                       f"{progress.ran / elapsed:.1f} ep/s{workers}")
         return job.result()
 
     return asyncio.run(main())

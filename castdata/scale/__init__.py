@@ -1,0 +1,1 @@
+"""Scale-out: collection as work units on a Ray cluster (see `ray_executor`)."""
