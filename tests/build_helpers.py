@@ -25,7 +25,7 @@ def labelled_run(run_dir: Path, infrastructure_failure: bool = False, **changes)
     config = demo_config(**changes)
     collect(config.collect_part(), run_dir, show_progress=False)
     if infrastructure_failure:
-        _add_infrastructure_failure(run_dir, config.domains[0], config.split)
+        _add_infrastructure_failure(run_dir, config.domains[0], config.splits[0])
     label_run(run_dir)
     return run_dir
 

@@ -31,7 +31,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """A benchmark-test run with one infrastructure failure, and a benchmark-train run (train + validation)."""
     root = tmp_path_factory.mktemp("runs")
     return [
-        labelled_run(root / "bench-test", infrastructure_failure=True, tasks="0-3", trials=3),
+        labelled_run(root / "bench-test", infrastructure_failure=True, split="test", tasks="0-3", trials=3),
         labelled_run(root / "bench-train", split="train", tasks="0-9", trials=2, domains=["retail"]),
     ]
 

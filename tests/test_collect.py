@@ -102,6 +102,15 @@ def test_same_seed_same_episodes(tmp_path):
     assert [r.messages for r in sorted(other, key=lambda r: r.id)] != [r.messages for r in sorted(first, key=lambda r: r.id)]
 
 
+def test_several_splits_with_a_selection_per_domain_and_split(tmp_path):
+    tasks = {"retail/train": "0-2", "retail/test": [5], "test": "0-1"}
+    records = run(tmp_path, domains=["retail", "telehealth"], split=["train", "test"], tasks=tasks)
+    assert sorted((r.domain, r.split, r.task_id) for r in records) == [
+        ("retail", "test", 5), ("retail", "train", 0), ("retail", "train", 1), ("retail", "train", 2),
+        ("telehealth", "test", 0), ("telehealth", "test", 1),
+    ]
+
+
 def test_record_shape_follows_the_openai_chat_format(tmp_path):
     record = run(tmp_path, domains=["retail"], tasks=[0])[0]
     assert record.messages[0] == {"role": "system", "content": load_domain("retail").policy}
@@ -170,7 +179,9 @@ def test_changed_config_is_refused_unless_forced(tmp_path):
         ({"split": "holdout"}, "split: unknown split 'holdout' for domain 'retail'; allowed: train, test, dev"),
         ({"trials": 0}, "trials: Input should be greater than or equal to 1"),
         ({"trails": 3}, "trails: unknown key; allowed: domains, split, tasks, trials"),
-        ({"tasks": [3, 900]}, "tasks: task id 900 out of range; allowed: 0..499"),
+        ({"tasks": [3, 900]}, "tasks: task id 900 out of range for retail/train; allowed: 0..499"),
+        ({"tasks": {"retail/train": "0-2", "test": "7-200"}, "split": ["train", "test"]},
+         "tasks: task id 120 out of range for retail/test; allowed: 0..119"),
         ({"agent": {"backend": "scripted", "temprature": 0.5}}, "agent.temprature: unknown key; allowed: backend, model"),
     ],
 )

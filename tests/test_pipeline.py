@@ -27,7 +27,7 @@ def job(tmp_path_factory: pytest.TempPathFactory, hub: HubServer):
     """Run `castdata run` on a small demo config with a `publish:` section; returns a runner for reruns."""
     work = tmp_path_factory.mktemp("pipeline")
     config = yaml.safe_load(DEMO.read_text())
-    config.update(tasks="0-1", trials=2, out=str(work / "run"), build={"validation_fraction": 0.2}, publish={"repo": REPO, "version": "0.1.0"})
+    config.update(split="test", tasks="0-1", trials=2, out=str(work / "run"), build={"validation_fraction": 0.2}, publish={"repo": REPO, "version": "0.1.0"})
     path = work / "pipeline.yaml"
     path.write_text(yaml.safe_dump(config))
     env = hub_env(hub.url, work / "hf_home", "hf_pipeline_token")
