@@ -16,15 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from castdata.build.options import BuildOptions
 from castdata.hub.options import PublishOptions
+from castdata.errors import ConfigError
 from castdata.models.spec import ModelSpec
 from castdata.scale.options import ExecutorOptions
 
 if TYPE_CHECKING:
     from castdata.models.base import Backend
-
-
-class ConfigError(ValueError):
-    """A bad configuration; the message names the key and the allowed values."""
 
 
 class CollectConfig(BaseModel):

@@ -1,12 +1,39 @@
-"""The errors a user can cause (bad config, bad files, refused operations): reported in one line, exit 2."""
+"""The errors a user can cause (bad config, bad files, refused operations): reported in one line, exit 2.
 
-from castdata.config import ConfigError
-from castdata.envs.domain import UnknownName
-from castdata.rollout.collect import RunDirConflict
+A leaf module: every stage raises these, and the CLI catches `UserError`.
+"""
 
 
-class InputError(ValueError):
+class UserError(Exception):
+    """An error the user can fix; its message names the key, file or value and what is allowed."""
+
+
+class ConfigError(UserError, ValueError):
+    """A bad configuration; the message names the key and the allowed values."""
+
+
+class UnknownName(UserError, ValueError):
+    """An unknown domain, split or task id; the message names the allowed values."""
+
+
+class RunDirConflict(UserError, RuntimeError):
+    """The run directory holds a run made with another configuration."""
+
+
+class InputError(UserError, ValueError):
     """A bad input file or directory; the message names it."""
 
 
-USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, UnknownName, RunDirConflict, InputError, FileNotFoundError)
+class InvalidDataset(InputError):
+    """A dataset folder that fails validation (schemas, splits, card, file hashes); the message says what."""
+
+
+class VersionError(UserError, ValueError):
+    """A release version that is not semantic (X.Y.Z), already published, or not published."""
+
+
+class HubRequestError(UserError, RuntimeError):
+    """The Hub refused a request (permissions, quota, conflict); the message names the repo and the reason."""
+
+
+USER_ERRORS: tuple[type[Exception], ...] = (UserError, FileNotFoundError)

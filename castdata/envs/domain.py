@@ -17,13 +17,10 @@ from castdata.envs.catalog import CATALOG, DOMAINS, SPLITS, DomainCatalog
 from castdata.envs.clock import episode_clock, fix_clock
 from castdata.envs.database import BaseDatabase, EpisodeDatabase, same_state
 from castdata.envs.tau_import import import_domain_module
+from castdata.errors import UnknownName
 from castdata.records import Action
 
 RESPOND = "respond"
-
-
-class UnknownName(ValueError):
-    """An unknown domain, split or task id; the message names the allowed values."""
 
 
 @dataclass(frozen=True)

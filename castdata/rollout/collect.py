@@ -12,20 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from castdata import __version__
-from castdata.config import CollectConfig, ConfigError
-from castdata.envs import UnknownName, load_domain
+from castdata.config import CollectConfig
+from castdata.envs import load_domain
+from castdata.errors import ConfigError, RunDirConflict, UnknownName
 from castdata.envs.tau_import import tau_trait_version
 from castdata.models import open_backend
 from castdata.models.base import Backend
 from castdata.records import Trajectory, Usage
 from castdata.rollout.episode import run_episode
-from castdata.rollout.store import MANIFEST, RecordWriter, finished_keys, repair, trajectory_file, write_json
+from castdata.rollout.store import MANIFEST, EpisodeKey, RecordWriter, finished_keys, repair, trajectory_file, write_json
 
-EpisodeKey = tuple[str, str, int, int]
-
-
-class RunDirConflict(RuntimeError):
-    """The run directory holds a run made with another configuration."""
 
 
 @dataclass

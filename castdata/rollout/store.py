@@ -1,8 +1,9 @@
 """The run directory: `manifest.json` and `trajectories/{domain}.{split}.jsonl` (one record a line).
 
 Each finished episode is appended with a single `write` on an `O_APPEND` descriptor, so a killed process
-leaves at most a torn last line, which `repair` removes before a resumed run appends again. Readers keep
-the last record of each episode key (a rerun of an `infrastructure_error` episode supersedes it).
+leaves at most a torn last line, which readers skip and `repair` removes before a resumed run appends again.
+Readers keep the latest record (by `ended_at`) of each episode key: a rerun of an `infrastructure_error`
+episode supersedes it, whichever file each record is in.
 """
 
 from __future__ import annotations
@@ -11,10 +12,14 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from castdata.errors import InputError
 from castdata.records import Trajectory
+
+EpisodeKey = tuple[str, str, int, int]
 
 MANIFEST = "manifest.json"
 TRAJECTORIES = "trajectories"
@@ -78,35 +83,59 @@ class RecordWriter:
 
 
 def iter_lines(run_dir: Path, folder: str = TRAJECTORIES) -> Iterator[tuple[Path, int, str]]:
-    """(file, line number, line) of every JSONL line under `run_dir/folder`, files in name order."""
+    """(file, line number, line) of every complete JSONL line under `run_dir/folder`, files in name order.
+    A last line without its newline is a record still being written (or torn by a kill): skipped."""
     for path in sorted((run_dir / folder).glob("*.jsonl")):
         with path.open("r", encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
-                if line.strip():
+                if line.endswith("\n") and line.strip():
                     yield path, number, line
 
 
-def read_trajectories(run_dir: Path) -> list[Trajectory]:
-    """Every episode of a run (the last record per episode key), in file order."""
-    latest: dict[tuple, Trajectory] = {}
+@dataclass(frozen=True)
+class _Latest:
+    ended_at: float
+    path: Path
+    number: int
+    final: bool  # not an infrastructure error
+
+
+def _latest(run_dir: Path) -> dict[EpisodeKey, _Latest]:
+    """For each episode key, where its latest record is: the greatest `ended_at` (then file order) wins,
+    whichever file (a local run's or a Ray unit's) holds it."""
+    latest: dict[EpisodeKey, _Latest] = {}
     for path, number, line in iter_lines(run_dir):
         try:
-            record = Trajectory.model_validate_json(line)
-        except ValueError as err:
-            raise ValueError(f"{path}:{number}: not a {TRAJECTORIES} record: {str(err).splitlines()[0]}") from None
-        latest.pop(record.key, None)
-        latest[record.key] = record
-    return list(latest.values())
+            head = json.loads(line)
+            key = (head["domain"], head["split"], head["task_id"], head["trial"])
+            found = _Latest(head["ended_at"], path, number, head["outcome"]["termination_reason"] != "infrastructure_error")
+        except (ValueError, KeyError, TypeError) as err:
+            raise InputError(f"{path}:{number}: not a {TRAJECTORIES} record: {type(err).__name__} {err}") from None
+        if key not in latest or found.ended_at >= latest[key].ended_at:
+            latest[key] = found
+    return latest
 
 
-def finished_keys(run_dir: Path) -> set[tuple[str, str, int, int]]:
+def iter_trajectories(run_dir: Path) -> Iterator[Trajectory]:
+    """The latest record of every episode, in file order, one at a time (a rerun supersedes an
+    `infrastructure_error` record)."""
+    keep = {(found.path, found.number) for found in _latest(run_dir).values()}
+    for path, number, line in iter_lines(run_dir):
+        if (path, number) in keep:
+            try:
+                yield Trajectory.model_validate_json(line)
+            except ValueError as err:
+                raise InputError(f"{path}:{number}: not a {TRAJECTORIES} record: {str(err).splitlines()[0]}") from None
+
+
+def read_trajectories(run_dir: Path) -> list[Trajectory]:
+    """Every episode of a run (its latest record), in file order."""
+    return list(iter_trajectories(run_dir))
+
+
+def finished_keys(run_dir: Path) -> set[EpisodeKey]:
     """Episode keys with a final record (infrastructure errors are not final: a rerun retries them)."""
-    final: dict[tuple, bool] = {}
-    for _, _, line in iter_lines(run_dir):
-        head = json.loads(line)
-        key = (head["domain"], head["split"], head["task_id"], head["trial"])
-        final[key] = head["outcome"]["termination_reason"] != "infrastructure_error"
-    return {key for key, done in final.items() if done}
+    return {key for key, found in _latest(run_dir).items() if found.final}
 
 
 def write_json(path: Path, value: Any) -> None:
