@@ -176,7 +176,7 @@ def test_cli_rejects_a_bad_config_and_a_bad_record(tmp_path, scripted_run):
     config = tmp_path / "pipeline.yaml"
     config.write_text("label:\n  retries: 3\n")
     out = cli(str(run), "--config", str(config))
-    assert out.returncode == 2 and out.stderr.strip() == "error: label.retries: unknown key; allowed: verifier_retries"
+    assert out.returncode == 2 and out.stderr.strip() == "error: label.retries: unknown key; allowed: verifier_retries, teacher, mc, concurrency"
     with (run / "trajectories" / "retail.test.jsonl").open("a") as handle:
         handle.write('{"schema": "castdata.trajectory/1", "id": "x"}\n')
     out = cli(str(run))

@@ -2,41 +2,48 @@
 
 Reads `RUN_DIR/trajectories/*.jsonl` one record at a time (the last record of each episode, as
 `read_trajectories` does), judges every agent action in hindsight, writes its programmatic rationale,
-verifies it, optionally has a writer (teacher) rewrite it under verification, and writes:
+verifies it, optionally has a writer (a teacher model, `castdata.label.teacher`) rewrite it under
+verification and adds Monte-Carlo opinions (`castdata.label.montecarlo`), and writes:
 
 - `labels/{domain}.{split}.jsonl`: one `castdata.label/1` record per agent action;
 - `labels/policy_clauses.jsonl`: the clause table of every labeled domain (what `policy_refs` cite);
-- `labels/stats.json`: the statistics (`castdata.label.stats`).
+- `labels/stats.json`: the statistics (`castdata.label.stats`);
+- `labels/cache/teacher.jsonl`: the teacher's replies, so a rerun makes no requests.
+
+With a teacher or MC, `concurrency` episodes are labelled at once; labels are written in file order.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import re
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from castdata.config import ConfigError, PipelineConfig, _one_line, load_config
 from castdata.errors import InputError
-from castdata.label.hindsight import judge
+from castdata.label.hindsight import EpisodeJudgement, judge
+from castdata.label.montecarlo import MCConfig, MonteCarlo
 from castdata.label.policy import clause_table
 from castdata.label.rationale import programmatic_labels
 from castdata.label.schema import Label
 from castdata.label.stats import LabelStats
+from castdata.label.teacher import CACHE, TeacherWriter
 from castdata.label.verify import verify
 from castdata.label.visible import View
-from castdata.label.writers import RationaleWriter, write_verified
+from castdata.label.writers import RationaleWriter, Written, write_verified
+from castdata.models.spec import ModelSpec
 from castdata.records import Trajectory
-from castdata.rollout.store import TRAJECTORIES, iter_lines, write_json
+from castdata.rollout.store import TRAJECTORIES, iter_trajectories, write_json
 
 LABELS = "labels"
 CLAUSES_FILE = "policy_clauses.jsonl"
 STATS_FILE = "stats.json"
-_HEAD = re.compile(r'\{"schema":\s*"[^"]*",\s*"id":\s*"([^"]+)"')
 
 
 class LabelConfig(BaseModel):
@@ -45,6 +52,16 @@ class LabelConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     verifier_retries: int = Field(default=2, ge=0)  # retries of a writer's rationale the verifier rejected
+    teacher: ModelSpec | None = None  # a model that rewrites the rationales
+    mc: MCConfig | None = None  # Monte-Carlo second opinions
+    concurrency: int = Field(default=8, ge=1)  # episodes labelled at once (with a teacher or MC)
+
+    @field_validator("teacher")
+    @classmethod
+    def _teacher_writes(cls, spec: ModelSpec | None) -> ModelSpec | None:
+        if spec is not None and spec.backend == "scripted":
+            raise PydanticCustomError("scripted_teacher", "the scripted backend cannot write rationales; set backend: openai, vllm or transformers")
+        return spec
 
 
 def load_label_config(path: Path | None) -> LabelConfig:
@@ -56,25 +73,6 @@ def load_label_config(path: Path | None) -> LabelConfig:
         raise ConfigError(f"label.{_one_line(err, LabelConfig)}") from None
 
 
-def _parse(path: Path, number: int, line: str) -> Trajectory:
-    try:
-        return Trajectory.model_validate_json(line)
-    except ValueError as err:
-        raise InputError(f"{path}:{number}: not a {TRAJECTORIES} record: {str(err).splitlines()[0]}") from None
-
-
-def iter_latest(run_dir: Path) -> Iterator[Trajectory]:
-    """The last record of each episode, in file order, parsing one record at a time."""
-    last: dict[str, tuple[Path, int]] = {}
-    for path, number, line in iter_lines(run_dir):
-        head = _HEAD.match(line)
-        last[head.group(1) if head else _parse(path, number, line).id] = (path, number)
-    keep = set(last.values())
-    for path, number, line in iter_lines(run_dir):
-        if (path, number) in keep:
-            yield _parse(path, number, line)
-
-
 def _check_run_dir(run_dir: Path) -> None:
     if not run_dir.is_dir():
         raise InputError(f"{run_dir}: no such run directory")
@@ -82,12 +80,60 @@ def _check_run_dir(run_dir: Path) -> None:
         raise InputError(f"{run_dir}: not a run directory (no {TRAJECTORIES}/ folder)")
 
 
-async def _rewrite(writer: RationaleWriter, trajectory: Trajectory, drafts: list[Label], view: View, retries: int, stats: LabelStats) -> list[Label]:
-    clauses = clause_table(trajectory.domain)
-    results = await asyncio.gather(*(write_verified(writer, trajectory, draft, view, clauses, retries) for draft in drafts))
-    for written in results:
-        stats.written(written)
-    return [written.label for written in results]
+_Labeled = tuple[Trajectory, EpisodeJudgement | None, list[Label], list[Written]]
+
+
+async def _label_all(run_dir: Path, config: LabelConfig, writer: RationaleWriter | None, stats: LabelStats, keep: Callable[[Trajectory, list[Label]], None]) -> None:
+    """Label every episode, handing `keep` each one's labels in file order."""
+    teacher = TeacherWriter(config.teacher, run_dir / LABELS / CACHE) if writer is None and config.teacher is not None else None
+    writer = writer or teacher
+    mc = MonteCarlo(config.mc) if config.mc is not None else None
+
+    async def one(trajectory: Trajectory) -> _Labeled:
+        episode = judge(trajectory)
+        if episode is None:
+            return trajectory, None, [], []
+        view = View(trajectory)
+        labels = programmatic_labels(episode, view)
+        clauses = clause_table(trajectory.domain)
+        for label in labels:
+            stats.verified(verify(label, label, view, clauses))
+        mc_steps = mc.select(trajectory, labels) if mc is not None else []  # before the first await: in file order
+        written: list[Written] = []
+        if writer is not None:
+            written = await asyncio.gather(*(write_verified(writer, trajectory, draft, view, clauses, config.verifier_retries) for draft in labels))
+            labels = [w.label for w in written]
+        if mc is not None:
+            labels = await mc.annotate(trajectory, labels, mc_steps)
+        return trajectory, episode, labels, written
+
+    def count(done: _Labeled) -> None:
+        trajectory, episode, labels, written = done
+        if episode is None:
+            stats.skip(trajectory)
+            return
+        for result in written:
+            stats.written(result)
+        stats.add(episode, labels)
+        keep(trajectory, labels)
+
+    pending: deque[asyncio.Future[_Labeled]] = deque()
+    try:
+        for trajectory in iter_trajectories(run_dir):
+            pending.append(asyncio.ensure_future(one(trajectory)))
+            if len(pending) >= config.concurrency:
+                count(await pending.popleft())
+        while pending:
+            count(await pending.popleft())
+    finally:
+        for task in pending:
+            task.cancel()
+        if teacher is not None:
+            await teacher.aclose()
+            stats.writer.update(requests=teacher.requests, cached=teacher.cached)
+        if mc is not None:
+            await mc.aclose()
+            stats.mc["rollouts"] += mc.rollouts
 
 
 def label_run(run_dir: Path, config: LabelConfig | None = None, writer: RationaleWriter | None = None) -> dict:
@@ -100,26 +146,17 @@ def label_run(run_dir: Path, config: LabelConfig | None = None, writer: Rational
     stats = LabelStats(str(run_dir))
     handles: dict[Path, IO[str]] = {}
     domains: list[str] = []
+
+    def keep(trajectory: Trajectory, labels: list[Label]) -> None:
+        path = out / f"{trajectory.domain}.{trajectory.split}.jsonl"
+        if path not in handles:
+            handles[path] = path.with_name(f".{path.name}.{os.getpid()}.tmp").open("w", encoding="utf-8")
+        handles[path].writelines(label.to_json() + "\n" for label in labels)
+        if trajectory.domain not in domains:
+            domains.append(trajectory.domain)
+
     try:
-        for trajectory in iter_latest(run_dir):
-            episode = judge(trajectory)
-            if episode is None:
-                stats.skip(trajectory)
-                continue
-            view = View(trajectory)
-            labels = programmatic_labels(episode, view)
-            clauses = clause_table(trajectory.domain)
-            for label in labels:
-                stats.verified(verify(label, label, view, clauses))
-            if writer is not None:
-                labels = asyncio.run(_rewrite(writer, trajectory, labels, view, config.verifier_retries, stats))
-            stats.add(episode, labels)
-            path = out / f"{trajectory.domain}.{trajectory.split}.jsonl"
-            if path not in handles:
-                handles[path] = path.with_name(f".{path.name}.{os.getpid()}.tmp").open("w", encoding="utf-8")
-            handles[path].writelines(label.to_json() + "\n" for label in labels)
-            if trajectory.domain not in domains:
-                domains.append(trajectory.domain)
+        asyncio.run(_label_all(run_dir, config, writer, stats, keep))
     except BaseException:
         for handle in handles.values():
             handle.close()

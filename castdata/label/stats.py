@@ -4,7 +4,8 @@ Labels per verdict, severity and category; the agent turn of each first critical
 rejections by reason; for scripted runs, agreement with the injected mistakes (does the first critical
 error fall on the first injected outcome-breaking mistake, with the mistake's category; is each injected
 mistake flagged, with its category; which signals flag steps with no injected mistake); agreement
-with Monte-Carlo labels where labels carry them.
+with Monte-Carlo labels where labels carry them, and the continuations run for them; the teacher's requests
+and cache hits.
 """
 
 from __future__ import annotations
@@ -171,7 +172,11 @@ class LabelStats:
                 "kinds": {kind: dict(counts) for kind, counts in sorted(self.kinds.items())},
                 "false_alarms_by_signal": dict(self.false_alarms.most_common()),
             },
-            "mc": {"labels": self.mc["labels"], "agreement": round(self.mc["agree"] / self.mc["labels"], 4) if self.mc["labels"] else None},
+            "mc": {
+                "labels": self.mc["labels"],
+                "agreement": round(self.mc["agree"] / self.mc["labels"], 4) if self.mc["labels"] else None,
+                "rollouts": self.mc["rollouts"],
+            },
         }
 
 
@@ -214,4 +219,5 @@ def print_stats(stats: dict) -> None:
             kinds.add_row(kind, str(counts.get("injected", 0)), str(counts.get("flagged", 0)), str(counts.get("category_match", 0)))
         console.print(kinds)
     if stats["mc"]["labels"]:
-        console.print(f"Monte-Carlo labels: {stats['mc']['labels']}, agreement {stats['mc']['agreement']:.1%}")
+        mc = stats["mc"]
+        console.print(f"Monte-Carlo labels: {mc['labels']}, agreement with hindsight {mc['agreement']:.1%} ({mc['rollouts']} continuations)")

@@ -6,7 +6,8 @@ look up, state each change and ask for explicit confirmation, write, then tell t
 `options.mistakes` (probability per opportunity, per kind) it injects realistic mistakes and records each in
 the trajectory's `injected_mistakes`, which are ground truth for testing the labeler. Same seed, same output.
 When a critic sends a mistaken move back (`castdata.critic.feedback`), it plays the gold way instead and marks
-the mistake `intercepted`; a correct move sent back is proposed again.
+the mistake `intercepted`; a correct move sent back is proposed again. Resumed from a recorded conversation
+(`run_episode(prefix=...)`), it plans the gold calls the conversation has not executed yet.
 """
 
 from __future__ import annotations
@@ -95,9 +96,9 @@ class NoisyOracleAgent:
     def _plan(self) -> list[Move]:
         domain, task = self.ctx.domain, self.ctx.task
         gold = [a for a in task.actions if a.name != RESPOND]
-        auth = next((a for a in gold if a.name in domain.catalog.auth_tools), None)
+        auth = domain.auth_action(task)
         rest = [a for a in gold if a is not auth]
-        moves = [Move(say=f"I'd be happy to help. To get started, could you please provide {domain.catalog.auth_hint}?")]
+        moves = [self._greeting()]
         if auth is not None:
             first_read = next((i for i, a in enumerate(rest) if domain.tool_kind(a.name) == "read" and a.name not in domain.catalog.auth_tools), None)
             if first_read is not None and self._roll("before_auth"):
@@ -106,6 +107,31 @@ class NoisyOracleAgent:
                 moves.append(Move(calls=(read,), mistakes=("before_auth",), fix=fix, covers=2))
             moves.append(Move(calls=(auth,)))
         return moves + self._plan_rest(rest, self._roll)
+
+    def _greeting(self) -> Move:
+        return Move(say=f"I'd be happy to help. To get started, could you please provide {self.ctx.domain.catalog.auth_hint}?")
+
+    def resume(self, messages: list[dict[str, Any]]) -> None:
+        """Continue a recorded conversation: plan the gold calls it has not executed (greeting and authenticating
+        first when it has not), rolling for mistakes as usual after authentication, and skip a first move that
+        repeats the conversation's last agent message (a confirmation question already asked)."""
+        auth = self.ctx.domain.auth_action(self.ctx.task)
+        gold = [a for a in self.ctx.task.actions if a.name != RESPOND and a is not auth]
+        executed = [Action(name=c["function"]["name"], kwargs=c["function"]["arguments"]) for m in messages for c in (m.get("tool_calls") or [])[:1]]
+        remaining = []
+        for action in ([auth] if auth is not None else []) + gold:
+            if action in executed:
+                executed.remove(action)
+            else:
+                remaining.append(action)
+        said = [m for m in messages if m["role"] == "assistant"]
+        moves = [] if said else [self._greeting()]
+        if remaining and remaining[0] is auth:
+            moves.append(Move(calls=(remaining.pop(0),)))
+        moves += self._plan_rest(remaining, self._roll)
+        if said and moves and moves[0].say is not None and moves[0].say == said[-1].get("content"):
+            moves.pop(0)
+        self.moves, self.turn, self.last = moves, 0, None
 
     def _plan_rest(self, rest: list[Action], roll) -> list[Move]:
         """The moves after authentication; `roll(kind)` decides each opportunity for a mistake."""
@@ -223,8 +249,8 @@ class ScriptedUser:
         self.confused = 0
 
     def _identity(self) -> str:
-        task, catalog = self.ctx.task, self.ctx.domain.catalog
-        auth = next((a for a in task.actions if a.name in catalog.auth_tools), None)
+        task = self.ctx.task
+        auth = self.ctx.domain.auth_action(task)
         if auth is None:
             return f"Sure, my user id is {task.user_id}."
         details = ", ".join(f"my {key.replace('_', ' ')} is {value}" for key, value in auth.kwargs.items())

@@ -4,7 +4,8 @@ The user model gets the hidden task instruction and the rules (reveal only what 
 instruction gives, never invent, `###STOP###` when done or stuck, `###TRANSFER###` when transferred). Roles are
 flipped: the agent's messages reach the user model as `user` turns, its own replies are `assistant` turns.
 Persona traits (tau-trait's `trait_dict`: impatience, confusion, skeptical, incoherence; level 0-3) are
-rendered into the prompt. An empty reply is retried, then ends the episode as `user_error`.
+rendered into the prompt. An empty reply is retried, then ends the episode as `user_error`. It can resume a
+recorded conversation (`run_episode(prefix=...)`).
 """
 
 from __future__ import annotations
@@ -91,6 +92,15 @@ class LLMUser:
             {"role": "system", "content": user_system_prompt(ctx.task.instruction, traits)},
             {"role": "user", "content": AGENT_GREETING},
         ]
+
+    def resume(self, messages: list[dict[str, Any]]) -> None:
+        """Continue a recorded conversation (the agent's transcript): its user messages and agent messages to the
+        user become this model's history, roles flipped; a trailing agent message is left for `reply`."""
+        turns = [m for m in messages if m["role"] == "user" or (m["role"] == "assistant" and not m.get("tool_calls"))]
+        if turns and turns[-1]["role"] == "assistant":
+            turns.pop()
+        flipped = [{"role": "assistant" if m["role"] == "user" else "user", "content": m["content"] or ""} for m in turns]
+        self.messages = self.messages[:2] + flipped
 
     async def reply(self, agent_message: str | None) -> Reply:
         """The user's next message; `None` opens the conversation (the user model answers the greeting)."""

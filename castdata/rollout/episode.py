@@ -2,17 +2,25 @@
 
 An agent turn is one message to the user or one tool call. When a model emits several tool calls, or a
 tool call together with text, only the first call is executed (as tau-bench does) and the violation is
-recorded in the message's `meta`.
+recorded in the message's `meta`. A critic-guarded agent (`castdata.critic.guard`) hands the loop only the
+proposals its critic accepted (or revised), so nothing it intercepted executes; its interceptions are recorded.
+
+With `prefix` (the first messages of a recorded transcript of the same task), the episode continues from
+there, e.g. for Monte-Carlo labels: the prefix's tool calls run again on a fresh database under the episode
+clock (their observations recomputed), sessions that keep state learn the conversation so far through their
+`resume(messages)` method when they have one, a trailing agent message gets the user's answer, and the loop
+goes on.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 from castdata.envs import RESPOND, Domain, Task
 from castdata.envs.clock import episode_clock
-from castdata.models.base import Backend, EpisodeContext, InfrastructureError, ModelOutputError, Reply
+from castdata.models.base import Backend, EpisodeContext, InfrastructureError, ModelOutputError, Reply, ToolCall, UserSession
 from castdata.models.spec import ModelSpec
 from castdata.records import Action, MessageMeta, Outcome, Privileged, Trajectory, episode_id
 
@@ -52,8 +60,9 @@ async def run_episode(
     user_spec: ModelSpec,
     max_steps: int = 30,
     max_errors: int = 5,
+    prefix: list[dict[str, Any]] | None = None,
 ) -> Trajectory:
-    """Run one episode of `task` and return its record."""
+    """Run one episode of `task` (continuing `prefix` when given) and return its record."""
     started = time.time()
     ctx = EpisodeContext(domain=domain, task=task, seed=seed)
     agent_session, user_session = agent.agent_session(ctx), user.user_session(ctx)
@@ -62,8 +71,17 @@ async def run_episode(
     reason, error, steps, errors = None, None, 0, 0
     with episode_clock():
         try:
-            first = await user_session.reply(None)
-            transcript.add({"role": "user", "content": first.content or ""}, first)
+            if prefix is None:
+                first = await user_session.reply(None)
+                transcript.add({"role": "user", "content": first.content or ""}, first)
+            else:
+                steps, errors, reason = _replay(domain, db, transcript, prefix)
+                for session in (agent_session, user_session):
+                    if hasattr(session, "resume"):
+                        session.resume(transcript.messages)
+                last = transcript.messages[-1]
+                if reason is None and last["role"] == "assistant" and not last.get("tool_calls"):
+                    reason = await _user_turn(user_session, transcript, last["content"] or "")
             while reason is None:
                 if steps >= max_steps:
                     reason = "max_steps"
@@ -78,18 +96,14 @@ async def run_episode(
                     continue
                 text = reply.content or ""
                 transcript.add({"role": "assistant", "content": text}, reply, violation=None if text else "empty_reply")
-                answer = await user_session.reply(text)
-                transcript.add({"role": "user", "content": answer.content or ""}, answer)
-                if STOP in (answer.content or ""):
-                    reason = "user_stop"
-                elif TRANSFER in (answer.content or ""):
-                    reason = "transfer"
+                reason = await _user_turn(user_session, transcript, text)
         except InfrastructureError as err:
             reason, error = "infrastructure_error", str(err)
         except ModelOutputError as err:
             reason, error = f"{err.role}_error", str(err)
     score = domain.score(task, db, transcript.agent_said())
     injected = getattr(agent_session, "injected", [])
+    interceptions = getattr(agent_session, "interceptions", [])  # a critic-guarded agent (castdata.critic.guard)
     return Trajectory(
         id=episode_id(domain.name, task.split, task.index, trial),
         domain=domain.name,
@@ -117,9 +131,38 @@ async def run_episode(
             required_outputs=list(task.outputs),
         ),
         injected_mistakes=list(injected),
+        interceptions=list(interceptions),
         started_at=started,
         ended_at=time.time(),
     )
+
+
+async def _user_turn(user_session: UserSession, transcript: _Transcript, text: str) -> str | None:
+    """The user answers the agent's message `text`; returns the termination reason the answer gives, or None."""
+    answer = await user_session.reply(text)
+    transcript.add({"role": "user", "content": answer.content or ""}, answer)
+    if STOP in (answer.content or ""):
+        return "user_stop"
+    return "transfer" if TRANSFER in (answer.content or "") else None
+
+
+def _replay(domain: Domain, db, transcript: _Transcript, prefix: list[dict[str, Any]]) -> tuple[int, int, str | None]:
+    """Continue `transcript` (the system prompt) with a recorded prefix, executing its tool calls on `db`;
+    returns (agent turns, failed tool calls, termination reason or None)."""
+    steps, errors, reason = 0, 0, None
+    for message in prefix[1:]:
+        if message["role"] == "tool":
+            continue  # recomputed by executing its call
+        steps += message["role"] == "assistant"
+        if not message.get("tool_calls"):
+            transcript.add(message)
+            continue
+        call = message["tool_calls"][0]
+        name, arguments = call["function"]["name"], call["function"]["arguments"]
+        reply = Reply(content=message.get("content"), tool_calls=[ToolCall(call["id"], name, arguments, json.dumps(arguments))])
+        ok, reason = _tool_turn(domain, db, transcript, reply, steps)
+        errors += not ok
+    return steps, errors, reason
 
 
 def _tool_turn(domain: Domain, db, transcript: _Transcript, reply: Reply, step: int) -> tuple[bool, str | None]:
