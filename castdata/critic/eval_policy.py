@@ -1,0 +1,115 @@
+"""`castdata eval CONFIG.yaml`: a policy on a domain's tasks for k trials, without and with a critic guard.
+
+The config is a collect config plus `critic:` (a model spec; none: only the plain run), `guard:` (`writes`:
+judge every proposed write, `all`: every action) and `max_revisions:` (R). Both arms are ordinary, resumable
+collect runs with the same seeds, into `OUT/without_critic` (exactly a plain `castdata collect` run) and
+`OUT/with_critic`; the report puts their pass^k side by side (`castdata.report`) and counts interceptions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from castdata.config import CollectConfig
+from castdata.critic.guard import Scope
+from castdata.models.base import Backend
+from castdata.models.spec import ModelSpec
+from castdata.report import summarize
+from castdata.rollout.collect import collect
+from castdata.rollout.store import read_trajectories, write_json
+
+ARMS = ("without_critic", "with_critic")
+REPORT = "eval.json"
+
+
+class EvalConfig(CollectConfig):
+    """What `castdata eval` runs: the collection, and the critic that guards the agent's actions."""
+
+    critic: ModelSpec | None = None
+    guard: Scope = "writes"
+    max_revisions: int = Field(default=2, ge=0)
+
+    @model_validator(mode="after")
+    def _local(self) -> EvalConfig:
+        if self.executor.ray is not None:
+            raise ValueError("`castdata eval` runs on the local executor; remove `executor.ray`")
+        return self
+
+    def plain(self) -> CollectConfig:
+        """The same collection without the critic."""
+        return CollectConfig(**self.model_dump(include=set(CollectConfig.model_fields)))
+
+    def open_agent(self) -> Backend:
+        """The agent backend, guarded by the critic."""
+        from castdata.critic import open_critic
+        from castdata.critic.guard import Guard, GuardedBackend
+
+        agent = super().open_agent()
+        if self.critic is None:
+            return agent
+        return GuardedBackend(agent, Guard(open_critic(self.critic), self.guard, self.max_revisions))
+
+
+def run_eval(config: EvalConfig, out: Path, *, show_progress: bool = True) -> dict:
+    """Run both arms into `out` (the guarded one only with a critic) and write and return the comparison."""
+    arms = {"without_critic": config.plain()}
+    if config.critic is not None:
+        arms["with_critic"] = config
+    for name, arm in arms.items():
+        collect(arm, out / name, show_progress=show_progress)
+    comparison = compare(out, list(arms))
+    write_json(out / REPORT, comparison)
+    return comparison
+
+
+def compare(out: Path, arms: list[str]) -> dict:
+    """pass^k of each arm per (domain, agent, k), and the guarded arm's interceptions."""
+    summaries = {arm: summarize(out / arm) for arm in arms}
+    rows: dict[tuple, dict] = {}
+    for arm, summary in summaries.items():
+        for group in summary["groups"]:
+            for k, value in group["pass_k"].items():
+                key = (group["domain"], group["agent"], k)
+                rows.setdefault(key, {"domain": key[0], "agent": key[1], "k": k})[arm] = value
+    comparison = {"out": str(out), "pass_k": [rows[key] for key in sorted(rows)], "arms": summaries}
+    if "with_critic" in arms:
+        records = read_trajectories(out / "with_critic")
+        interceptions = [i for r in records for i in r.interceptions]
+        comparison["interceptions"] = {
+            "total": len(interceptions),
+            "episodes": sum(1 for r in records if r.interceptions),
+            "executed_anyway": sum(1 for i in interceptions if i.revised is None),
+        }
+    return comparison
+
+
+def print_comparison(comparison: dict) -> None:
+    """The comparison as a table: pass^k without and with the critic, and the difference."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    guarded = "interceptions" in comparison
+    table = Table(title=f"pass^k without and with the critic - {comparison['out']}")
+    for column in ("domain", "agent", "k", "without critic", *(("with critic", "change") if guarded else ())):
+        table.add_column(column, justify="left" if column in ("domain", "agent") else "right")
+    for row in comparison["pass_k"]:
+        without, with_ = row.get("without_critic"), row.get("with_critic")
+        cells = [row["domain"], row["agent"], str(row["k"]), _shown(without)]
+        if guarded:
+            change = f"{with_ - without:+.3f}" if None not in (with_, without) else ""
+            cells += [_shown(with_), change]
+        table.add_row(*cells)
+    console.print(table)
+    if guarded:
+        counts = comparison["interceptions"]
+        console.print(
+            f"interceptions: {counts['total']} in {counts['episodes']} episodes "
+            f"({counts['executed_anyway']} executed anyway after max_revisions)"
+        )
+
+
+def _shown(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"

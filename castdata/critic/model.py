@@ -1,0 +1,78 @@
+"""A critic model over any backend's `complete(messages, json_schema=...)`, e.g. a Qwen3 fine-tuned on `critic_sft`.
+
+It sees exactly what a `critic_sft` row shows (the builder's own rendering: `castdata.build.critic`) and answers
+with the structured critique as JSON, `verdict` last; the JSON schema is passed to the backend to constrain it.
+"""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from castdata.build import critic as critic_rows
+from castdata.build.render import context_block
+from castdata.critic.guard import Critique
+from castdata.label.policy import clause_table
+from castdata.label.schema import CATEGORIES, Evidence, PolicyRef, Rationale
+from castdata.models.base import Backend, EpisodeContext
+from castdata.records import Action, MessageMeta
+
+
+class CritiqueJSON(BaseModel):
+    """The critique a critic writes (the assistant turn of a `critic_sft` row)."""
+
+    categories: list[str]
+    severity: Literal["critical", "minor", "none"]
+    policy_refs: list[PolicyRef]
+    evidence: list[Evidence]
+    rationale: Rationale
+    expected_action: Action | None
+    verdict: Literal["valid", "invalid"]
+
+
+def critique_schema() -> dict[str, Any]:
+    """The JSON schema a critic's answer follows (categories limited to the taxonomy)."""
+    schema = CritiqueJSON.model_json_schema()
+    schema["properties"]["categories"]["items"] = {"type": "string", "enum": list(CATEGORIES)}
+    return schema
+
+
+def parse_critique(text: str) -> Critique:
+    """A critic's answer as a Critique; verdict None when it holds no valid critique object."""
+    start, end = text.find("{"), text.rfind("}")
+    try:
+        structured = CritiqueJSON.model_validate(json.loads(text[start:end + 1]))
+    except (ValueError, ValidationError):
+        return Critique(verdict=None, text=text)
+    return Critique(verdict=structured.verdict, text=text[start:end + 1], structured=structured)
+
+
+class ModelCritic:
+    """Judges a proposed action with a critic model."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.schema = critique_schema()
+        self._systems: dict[str, str] = {}
+
+    def prompt(self, ctx: EpisodeContext, messages: list[dict[str, Any]], proposed: dict[str, Any]) -> list[dict[str, str]]:
+        """The critic's messages for `proposed` after `messages`, rendered as the `critic_sft` builder renders them."""
+        domain = ctx.domain
+        if domain.name not in self._systems:
+            context = context_block(clause_table(domain.name).clauses, domain.tool_schemas)
+            self._systems[domain.name] = critic_rows.system_prompt(context)
+        # `user_prompt` reads an episode's messages and, for the proposed step, its meta (`raw` calls): here the
+        # proposal already carries every call it emitted, so its meta is empty.
+        pending = SimpleNamespace(messages=[*messages, proposed], meta=[MessageMeta(t=0.0)] * (len(messages) + 1))
+        user = critic_rows.user_prompt(SimpleNamespace(trajectory=pending), len(messages))
+        return [{"role": "system", "content": self._systems[domain.name]}, {"role": "user", "content": user}]
+
+    async def judge(self, ctx: EpisodeContext, messages: list[dict[str, Any]], proposed: dict[str, Any]) -> Critique:
+        reply = await self.backend.complete(self.prompt(ctx, messages, proposed), json_schema=self.schema)
+        return parse_critique(reply.content or "")
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()

@@ -1,0 +1,74 @@
+"""The scripted critic stand-in (`critic: {backend: scripted, model: replay-critic}`): a privileged oracle.
+
+A SIMULATION for demos and tests, like the noisy-oracle agent. It judges only writes, by replaying tool calls
+on fresh databases with the task's gold solution at hand (which no real critic knows). A write stands in for
+an outstanding gold write: the same call if one is outstanding, else the next one in the gold order. It is
+`valid` when, with the other outstanding gold writes done after it, the episode still ends in the gold
+database. Earlier writes are matched the same way (one that failed the test matched nothing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from castdata.critic.guard import Critique
+from castdata.envs.database import same_state
+from castdata.models.base import EpisodeContext
+from castdata.records import Action
+
+VALID = Critique(verdict="valid", text="The action is consistent with the user's request.")
+INVALID = Critique(
+    verdict="invalid",
+    text="This write would leave the account in a state the user did not ask for. Re-check the tool and every "
+    "argument against what the user asked for and what the tools returned.",
+)
+
+
+def executed_actions(messages: list[dict[str, Any]]) -> list[Action]:
+    """The tool calls a transcript executed, in order (the first call of each assistant turn)."""
+    found = []
+    for message in messages:
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            function = message["tool_calls"][0]["function"]
+            found.append(Action(name=function["name"], kwargs=function["arguments"]))
+    return found
+
+
+class ReplayCritic:
+    """Flags a proposed write after which the gold end state is out of reach (privileged replay)."""
+
+    async def judge(self, ctx: EpisodeContext, messages: list[dict[str, Any]], proposed: dict[str, Any]) -> Critique:
+        calls = proposed.get("tool_calls") or []
+        if not calls or ctx.domain.tool_kind(calls[0]["function"]["name"]) != "write":
+            return VALID
+        arguments = calls[0]["function"]["arguments"]
+        if not isinstance(arguments, dict):
+            return INVALID
+        outstanding = [a for a in ctx.task.actions if ctx.domain.tool_kind(a.name) == "write"]
+        done: list[Action] = []
+        for action in executed_actions(messages):
+            if ctx.domain.tool_kind(action.name) == "write":
+                self._stand_in(ctx, done, action, outstanding)
+            done.append(action)
+        write = Action(name=calls[0]["function"]["name"], kwargs=arguments)
+        return VALID if self._stand_in(ctx, done, write, outstanding) else INVALID
+
+    def _stand_in(self, ctx: EpisodeContext, done: list[Action], write: Action, outstanding: list[Action]) -> bool:
+        """Whether `write`, after `done`, stands in for an outstanding gold write (then removed from `outstanding`)."""
+        gold = write if write in outstanding else next(iter(outstanding), None)
+        rest = list(outstanding)
+        if gold is not None:
+            rest.remove(gold)
+        if not self._reaches(ctx, [*done, write, *rest]):
+            return False
+        outstanding[:] = rest
+        return True
+
+    @staticmethod
+    def _reaches(ctx: EpisodeContext, actions: list[Action]) -> bool:
+        """Whether these tool calls end in the gold database."""
+        domain, task = ctx.domain, ctx.task
+        return same_state(domain.base, domain.replay(actions).changes(), domain.gold_changes(task.split, task.index))
+
+    async def aclose(self) -> None:
+        return None
