@@ -86,3 +86,22 @@ def test_eval_cli_prints_pass_k_side_by_side_and_refuses_bad_configs(tmp_path: P
     refused = subprocess.run([*CASTDATA, "eval", str(config), "--quiet"], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "critic.model: the scripted critic is 'replay-critic'" in refused.stderr
+
+
+def test_a_guarded_run_builds_with_its_interceptions(evaluated, tmp_path: Path) -> None:
+    from datasets import load_dataset
+
+    from castdata.build.dataset import build_dataset
+    from castdata.label.run import label_run
+
+    out, _ = evaluated
+    run = out / "with_critic"
+    label_run(run)
+    build_dataset([run], tmp_path / "dataset")
+    rows = load_dataset(str(tmp_path / "dataset"), "trajectories", split="test")
+    stored = {row["task"] + f".{row['trial']}": row for row in rows}
+    for record in read_trajectories(run):
+        row = stored[f"{record.domain}.{record.split}.{record.task_id}.{record.trial}"]
+        assert len(row["interceptions"]) == len(record.interceptions)
+        assert [m["intercepted"] for m in row["injected_mistakes"]] == [m.intercepted for m in record.injected_mistakes]
+    assert any(row["interceptions"] for row in rows)

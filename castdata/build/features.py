@@ -70,7 +70,12 @@ CONFIGS: dict[str, Features] = {
                 "gold_actions": List(ACTION),
                 "required_outputs": List(STRING),
             },
-            "injected_mistakes": List({"kind": STRING, "step": INT, "outcome_breaking": BOOL, "detail": STRING}),
+            "injected_mistakes": List(
+                {"kind": STRING, "step": INT, "outcome_breaking": BOOL, "detail": STRING, "intercepted": BOOL}
+            ),
+            "interceptions": List(
+                {"step": INT, "attempt": INT, "proposed": Json(), "verdict": STRING, "critique": STRING, "revised": Json()}
+            ),
             "started_at": FLOAT,
             "ended_at": FLOAT,
         }
