@@ -241,3 +241,16 @@ def test_build_refuses_unlabelled_runs_and_foreign_folders(runs: list[Path], tmp
     with pytest.raises(InputError, match="not a castdata dataset"):
         build_dataset(runs, foreign)
     assert (foreign / "notes.txt").read_text() == "mine"
+
+
+def test_castdata_load_reads_a_rebuilt_local_folder_not_a_stale_cache(tmp_path):
+    """`datasets` caches a local folder by its name; `castdata.load(folder, config)` reads the files themselves."""
+    import castdata
+    from castdata.build.dataset import build_dataset
+
+    folder = tmp_path / "dataset"
+    build_dataset([labelled_run(tmp_path / "a", split="test", tasks="0-1", trials=1)], folder)
+    first = castdata.load(str(folder), "trajectories")
+    build_dataset([labelled_run(tmp_path / "b", split="test", tasks="0-3", trials=1)], folder)
+    second = castdata.load(str(folder), "trajectories")
+    assert sum(len(s) for s in first.values()) == 4 and sum(len(s) for s in second.values()) == 8

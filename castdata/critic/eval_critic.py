@@ -36,7 +36,7 @@ from castdata.label.visible import View
 from castdata.models.base import EpisodeContext
 from castdata.records import Trajectory
 from castdata.rollout.store import MANIFEST as RUN_MANIFEST
-from castdata.train.data import local_split
+from castdata.hub.local import local_split
 
 NOT_GROUNDING = {"verdict_mismatch", "wrong_action"}
 

@@ -2,37 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from castdata.config import ConfigError
+from castdata.errors import InputError
+from castdata.hub.local import local_split
 from castdata.train.recipe import Recipe
 
 if TYPE_CHECKING:
     from datasets import Dataset
-
-def local_split(root: Path, config: str, split: str) -> Dataset:
-    """One split of one config of a dataset folder made by `castdata build`, read from the Parquet files its
-    manifest lists (features, Json columns included, come from the files' schema).
-
-    Not `datasets.load_dataset(folder, config)`: `datasets` caches a local folder under its name, not its contents,
-    so a second folder of the same name (say, another build's `dataset`) silently loads the first one's rows.
-    """
-    import datasets
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from castdata.build.dataset import MANIFEST
-
-    manifest = root / MANIFEST
-    if not manifest.is_file():
-        raise ConfigError(f"{root}: not a dataset folder made by `castdata build` (no {MANIFEST})")
-    splits = json.loads(manifest.read_text())["configs"].get(config, {})
-    if split not in splits:
-        raise ConfigError(f"{root}: config {config!r} has no {split!r} split; it has: {', '.join(splits) or 'none'}")
-    return datasets.Dataset(pa.concat_tables(pq.read_table(root / name) for name in splits[split]["files"]))
-
 
 def load_split(recipe: Recipe, split: str) -> Dataset:
     """One split of the recipe's dataset config, filtered to its domains, cut to its limit, with the recipe's
@@ -43,7 +22,7 @@ def load_split(recipe: Recipe, split: str) -> Dataset:
     if source.path is not None:
         try:
             rows = local_split(Path(source.path), source.config, split)
-        except ConfigError as err:
+        except InputError as err:
             raise ConfigError(f"dataset.path: {err}") from None
     else:
         try:
