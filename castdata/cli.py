@@ -30,6 +30,14 @@ def _user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def _show(result: Any, as_json: bool, render: Callable[[Any], None]) -> None:
+    """Print a command's result as JSON, or with its rich renderer."""
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        render(result)
+
+
 @app.command()
 @_user_errors
 def collect(
@@ -59,10 +67,7 @@ def report(
     from castdata.ui import print_report
 
     summary = summarize(run_dir)
-    if as_json:
-        typer.echo(json.dumps(summary, indent=2))
-    else:
-        print_report(summary)
+    _show(summary, as_json, print_report)
 
 
 @app.command()
@@ -77,10 +82,7 @@ def label(
     from castdata.label.stats import print_stats
 
     stats = label_run(run_dir, load_label_config(config))
-    if as_json:
-        typer.echo(json.dumps(stats, indent=2))
-    else:
-        print_stats(stats)
+    _show(stats, as_json, print_stats)
 
 
 @app.command()
@@ -173,10 +175,7 @@ def eval_policy(
 
     cfg: EvalConfig = load_config(config, EvalConfig)
     comparison = run_eval(cfg, out or Path(cfg.out), show_progress=not quiet)
-    if as_json:
-        typer.echo(json.dumps(comparison, indent=2))
-    else:
-        print_comparison(comparison)
+    _show(comparison, as_json, print_comparison)
 
 
 @app.command("eval-critic")
@@ -198,10 +197,7 @@ def eval_critic(
     if cfg.critic is None:
         raise ConfigError(f"{config}: critic: required (a model spec)")
     result = evaluate_critic(open_critic(cfg.critic), data, split, limit, cfg.concurrency)
-    if as_json:
-        typer.echo(json.dumps(result, indent=2))
-    else:
-        print_metrics(result)
+    _show(result, as_json, print_metrics)
 
 
 def main() -> None:

@@ -89,7 +89,7 @@ async def run_episode(
                 reply = await agent_session.act(transcript.messages, domain.tool_schemas)
                 steps += 1
                 if reply.tool_calls:
-                    ok, reason = _tool_turn(domain, db, transcript, reply, steps)
+                    ok, reason = _tool_turn(domain, db, transcript, reply)
                     errors += 0 if ok else 1
                     if reason is None and errors > max_errors:
                         reason = "too_many_errors"
@@ -160,12 +160,12 @@ def _replay(domain: Domain, db, transcript: _Transcript, prefix: list[dict[str, 
         call = message["tool_calls"][0]
         name, arguments = call["function"]["name"], call["function"]["arguments"]
         reply = Reply(content=message.get("content"), tool_calls=[ToolCall(call["id"], name, arguments, json.dumps(arguments))])
-        ok, reason = _tool_turn(domain, db, transcript, reply, steps)
+        ok, reason = _tool_turn(domain, db, transcript, reply)
         errors += not ok
     return steps, errors, reason
 
 
-def _tool_turn(domain: Domain, db, transcript: _Transcript, reply: Reply, step: int) -> tuple[bool, str | None]:
+def _tool_turn(domain: Domain, db, transcript: _Transcript, reply: Reply) -> tuple[bool, str | None]:
     """Execute the first tool call of `reply`; returns (tool succeeded, termination reason or None)."""
     call = reply.tool_calls[0]
     violation = None
