@@ -44,9 +44,9 @@ def test_the_database_never_sees_an_intercepted_write(monkeypatch: pytest.Monkey
     executed: list[tuple[str, dict]] = []  # every tool call the episode loop runs on the episode's database
     original = episode_loop._tool_turn
 
-    def spy(domain, db, transcript, reply, step):
+    def spy(domain, db, transcript, reply):
         executed.append((reply.tool_calls[0].name, reply.tool_calls[0].arguments))
-        return original(domain, db, transcript, reply, step)
+        return original(domain, db, transcript, reply)
 
     monkeypatch.setattr(episode_loop, "_tool_turn", spy)
     unguarded = episode(0, {"wrong_argument": 1.0}, None)
