@@ -57,7 +57,6 @@ def test_injected_mistakes_match_what_happened(tmp_path):
     seen = set()
     for record in records:
         domain = load_domain(record.domain)
-        gold = [a for a in record.privileged.gold_actions if a.name != "respond"]
         auth_steps = [i for i, a in actions_of(record) if a.name in domain.catalog.auth_tools]
         for mistake in record.injected_mistakes:
             seen.add(mistake.kind)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
