@@ -13,3 +13,12 @@ def test_help_is_lazy():
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
     shown = subprocess.run([sys.executable, "-m", "castdata.cli", "--help"], capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0 and "collect" in shown.stdout and "report" in shown.stdout
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    command = next(line for line in readme.splitlines() if line.endswith(".venv/bin/python -m pytest -q"))
+    assert command in (root / ".ci" / "run").read_text().splitlines()
