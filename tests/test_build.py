@@ -254,3 +254,27 @@ def test_castdata_load_reads_a_rebuilt_local_folder_not_a_stale_cache(tmp_path):
     build_dataset([labelled_run(tmp_path / "b", split="test", tasks="0-3", trials=1)], folder)
     second = castdata.load(str(folder), "trajectories")
     assert sum(len(s) for s in first.values()) == 4 and sum(len(s) for s in second.values()) == 8
+
+
+def test_episodes_in_several_record_files_build_once_with_their_labels(tmp_path: Path) -> None:
+    """Records split over files (a Ray run's unit files) and an infrastructure failure superseded by a rerun
+    in another file: the builder takes each episode's latest record, as the store does, with its labels."""
+    from castdata.build.source import iter_episodes
+    from castdata.label.run import label_run
+    from castdata.rollout.store import read_trajectories, trajectory_file
+
+    run = labelled_run(tmp_path / "run", split="test", tasks="0-1", trials=2)
+    path = trajectory_file(run, "retail", "test")
+    lines = path.read_text().splitlines(keepends=True)
+    failed = json.loads(lines[0])
+    failed["outcome"].update(reward=0.0, termination_reason="infrastructure_error", error="HTTP 503")
+    failed["ended_at"] = 0.0  # older than the record that superseded it
+    path.write_text("".join(lines[1:]))
+    unit = path.with_name("retail.test.unit-x-0-0.jsonl")
+    unit.write_text(lines[0] + json.dumps(failed) + "\n")  # a unit file: the episode, and its older failure
+    label_run(run)
+
+    episodes = list(iter_episodes(run))
+    ids = [e.trajectory.id for e in episodes]
+    assert sorted(ids) == sorted(r.id for r in read_trajectories(run)) and len(ids) == len(set(ids)) == 8
+    assert all(e.labels and e.trajectory.counts_for_pass_k for e in episodes)

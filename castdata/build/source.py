@@ -1,7 +1,7 @@
 """Reading labelled runs for the builders: episodes one at a time, each with its labels.
 
-Trajectory files are streamed (the last record of each episode key wins, as in `castdata.rollout.store`);
-the labels of one `{domain}.{split}` file are held as raw lines until their episode comes by.
+Episodes are streamed as `castdata.rollout.store` reads them (each episode's latest record, whichever file
+holds it); the labels of one `{domain}.{split}` file are held as raw lines until their episode comes by.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 from castdata.build.splits import task_key
 from castdata.errors import InputError
 from castdata.label.policy import Clause
-from castdata.label.run import CLAUSES_FILE, LABELS, STATS_FILE
+from castdata.label.run import CLAUSES_FILE, LABELS, STATS_FILE, label_file
 from castdata.label.schema import Label
 from castdata.records import Trajectory
-from castdata.rollout.store import MANIFEST, TRAJECTORIES
+from castdata.rollout.store import MANIFEST, iter_trajectories
 
 
 
@@ -93,21 +93,16 @@ def _labels_by_episode(path: Path) -> dict[str, dict[int, tuple[int, str]]]:
 
 
 def iter_episodes(run_dir: Path) -> Iterator[Episode]:
-    """Every episode of a run with its labels, file by file."""
-    for path in sorted((run_dir / TRAJECTORIES).glob("*.jsonl")):
-        last = {}
-        for number, line in _lines(path):
-            head = _head(path, number, line)
-            last[(head["domain"], head["split"], head["task_id"], head["trial"])] = number
-        keep = set(last.values())
-        label_path = run_dir / LABELS / path.name
-        labels = _labels_by_episode(label_path)
-        for number, line in _lines(path):
-            if number in keep:
-                trajectory: Trajectory = _parse(Trajectory, path, number, line)
-                raw = labels.get(trajectory.id)
-                parsed = None if raw is None else {step: _parse(Label, label_path, *raw[step]) for step in sorted(raw)}
-                yield Episode(run_dir.name, trajectory, parsed)
+    """Every episode of a run (its latest record, read as `castdata.rollout.store` reads it) with its labels."""
+    where, labels, label_path = None, {}, None
+    for trajectory in iter_trajectories(run_dir):
+        if (trajectory.domain, trajectory.split) != where:
+            where = (trajectory.domain, trajectory.split)
+            label_path = label_file(run_dir, *where)
+            labels = _labels_by_episode(label_path)
+        raw = labels.get(trajectory.id)
+        parsed = None if raw is None else {step: _parse(Label, label_path, *raw[step]) for step in sorted(raw)}
+        yield Episode(run_dir.name, trajectory, parsed)
 
 
 def read_clauses(run_dir: Path) -> dict[str, list[Clause]]:

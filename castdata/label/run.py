@@ -73,6 +73,11 @@ def load_label_config(path: Path | None) -> LabelConfig:
         raise ConfigError(f"label.{_one_line(err, LabelConfig)}") from None
 
 
+def label_file(run_dir: Path, domain: str, split: str) -> Path:
+    """Where the labels of a domain/split go, whichever trajectory files its episodes came from."""
+    return run_dir / LABELS / f"{domain}.{split}.jsonl"
+
+
 def _check_run_dir(run_dir: Path) -> None:
     if not run_dir.is_dir():
         raise InputError(f"{run_dir}: no such run directory")
@@ -148,7 +153,7 @@ def label_run(run_dir: Path, config: LabelConfig | None = None, writer: Rational
     domains: list[str] = []
 
     def keep(trajectory: Trajectory, labels: list[Label]) -> None:
-        path = out / f"{trajectory.domain}.{trajectory.split}.jsonl"
+        path = label_file(run_dir, trajectory.domain, trajectory.split)
         if path not in handles:
             handles[path] = path.with_name(f".{path.name}.{os.getpid()}.tmp").open("w", encoding="utf-8")
         handles[path].writelines(label.to_json() + "\n" for label in labels)
