@@ -103,7 +103,8 @@ class PipelineConfig(CollectConfig):
         return CollectConfig(**self.model_dump(include=set(CollectConfig.model_fields)))
 
 
-def _one_line(err: ValidationError, model: type[BaseModel]) -> str:
+def one_line_error(err: ValidationError, model: type[BaseModel]) -> str:
+    """The first validation error as one line naming the key (and, for an unknown key, the allowed ones)."""
     first = err.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "config"
     if first["type"] == "extra_forbidden":
@@ -131,4 +132,4 @@ def load_config(path: str | Path, model: type[BaseModel] = PipelineConfig) -> An
     try:
         return model(**raw)
     except ValidationError as err:
-        raise ConfigError(_one_line(err, model)) from None
+        raise ConfigError(one_line_error(err, model)) from None

@@ -25,7 +25,7 @@ from typing import IO
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from castdata.config import ConfigError, PipelineConfig, _one_line, load_config
+from castdata.config import ConfigError, PipelineConfig, load_config, one_line_error
 from castdata.errors import InputError
 from castdata.label.hindsight import EpisodeJudgement, judge
 from castdata.label.montecarlo import MCConfig, MonteCarlo
@@ -70,7 +70,7 @@ def load_label_config(path: Path | None) -> LabelConfig:
     try:
         return LabelConfig(**section)
     except ValidationError as err:
-        raise ConfigError(f"label.{_one_line(err, LabelConfig)}") from None
+        raise ConfigError(f"label.{one_line_error(err, LabelConfig)}") from None
 
 
 def label_file(run_dir: Path, domain: str, split: str) -> Path:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from castdata.config import ConfigError, _one_line, load_config
+from castdata.config import ConfigError, load_config, one_line_error
 
 RELEASE = re.compile(r"v\d+\.\d+\.\d+|[0-9a-f]{40}")
 """A reproducible Hub revision: a release tag `vX.Y.Z` (as `castdata publish` makes them) or a commit sha."""
@@ -129,7 +129,7 @@ def _message(err: ValidationError) -> str:
     """One line naming the key: our validators' messages start with the key below the failing section."""
     first = err.errors()[0]
     if first["type"] != "value_error":
-        return _one_line(err, Recipe)
+        return one_line_error(err, Recipe)
     where = ".".join(str(part) for part in first["loc"])
     text = str(first["ctx"]["error"])
     return f"{where}.{text}" if where else text
