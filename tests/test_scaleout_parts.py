@@ -23,7 +23,8 @@ from test_backend_openai import ASK, KEY_ENV, run, spec_for, weather
 
 
 def record_line(task_id: int, reason: str = "user_stop") -> str:
-    head = {"domain": "retail", "split": "test", "task_id": task_id, "trial": 0, "outcome": {"termination_reason": reason}}
+    head = {"domain": "retail", "split": "test", "task_id": task_id, "trial": 0, "ended_at": 0.0,
+            "outcome": {"termination_reason": reason}}  # the fields the readers' latest-record rule reads
     return json.dumps(head)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,16 +95,17 @@ def iter_lines(run_dir: Path, folder: str = TRAJECTORIES) -> Iterator[tuple[Path
 @dataclass(frozen=True)
 class _Latest:
     ended_at: float
-    path: Path
+    path: Any  # a Path, or an fsspec path for a URL run directory
     number: int
     final: bool  # not an infrastructure error
 
 
-def _latest(run_dir: Path) -> dict[EpisodeKey, _Latest]:
-    """For each episode key, where its latest record is: the greatest `ended_at` (then file order) wins,
-    whichever file (a local run's or a Ray unit's) holds it."""
+def latest_records(lines: Iterable[tuple[Any, int, str]]) -> dict[EpisodeKey, _Latest]:
+    """For each episode key, where its latest record is among `lines` ((file, line number, line) in file
+    order): the greatest `ended_at` (then file order) wins, whichever file (a local run's or a Ray unit's)
+    holds it."""
     latest: dict[EpisodeKey, _Latest] = {}
-    for path, number, line in iter_lines(run_dir):
+    for path, number, line in lines:
         try:
             head = json.loads(line)
             key = (head["domain"], head["split"], head["task_id"], head["trial"])
@@ -119,7 +120,7 @@ def _latest(run_dir: Path) -> dict[EpisodeKey, _Latest]:
 def iter_trajectories(run_dir: Path) -> Iterator[Trajectory]:
     """The latest record of every episode, in file order, one at a time (a rerun supersedes an
     `infrastructure_error` record)."""
-    keep = {(found.path, found.number) for found in _latest(run_dir).values()}
+    keep = {(found.path, found.number) for found in latest_records(iter_lines(run_dir)).values()}
     for path, number, line in iter_lines(run_dir):
         if (path, number) in keep:
             try:
@@ -135,7 +136,7 @@ def read_trajectories(run_dir: Path) -> list[Trajectory]:
 
 def finished_keys(run_dir: Path) -> set[EpisodeKey]:
     """Episode keys with a final record (infrastructure errors are not final: a rerun retries them)."""
-    return {key for key, found in _latest(run_dir).items() if found.final}
+    return {key for key, found in latest_records(iter_lines(run_dir)).items() if found.final}
 
 
 def write_json(path: Path, value: Any) -> None:

@@ -10,13 +10,14 @@ without its newline (a record still being written, or torn), and `repair` cuts t
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from fsspec.core import url_to_fs
 
 from castdata.rollout.collect import EpisodeKey
-from castdata.rollout.store import MANIFEST, TRAJECTORIES, RecordWriter, repair, write_json
+from castdata.rollout.store import MANIFEST, TRAJECTORIES, RecordWriter, latest_records, repair, write_json
 
 
 def run_location(where: str) -> Path | str:
@@ -51,15 +52,15 @@ class RunLocation:
     def recorded(self, pattern: str = "*.jsonl") -> dict[EpisodeKey, bool]:
         """Each episode key with a record in the files named by `pattern`: is its last record final (not an
         infrastructure error, which a later run retries)?"""
-        final: dict[EpisodeKey, bool] = {}
+        return {key: found.final for key, found in latest_records(self._lines(pattern)).items()}
+
+    def _lines(self, pattern: str) -> Iterator[tuple[str, int, str]]:
+        """(file, line number, line) of every complete line of the record files named by `pattern`."""
         for path in sorted(self.fs.glob(self._file(pattern))):
-            data = self.fs.cat_file(path)
-            for line in data[: data.rfind(b"\n") + 1].splitlines():
+            data = self.fs.cat_file(path).decode("utf-8")
+            for number, line in enumerate(data[: data.rfind("\n") + 1].splitlines(keepends=True), start=1):
                 if line.strip():
-                    head = json.loads(line)
-                    key = (head["domain"], head["split"], head["task_id"], head["trial"])
-                    final[key] = head["outcome"]["termination_reason"] != "infrastructure_error"
-        return final
+                    yield path, number, line
 
     def finished_keys(self) -> set[EpisodeKey]:
         """Episode keys with a final record."""
