@@ -200,6 +200,31 @@ def eval_critic(
     _show(result, as_json, print_metrics)
 
 
+import_app = typer.Typer(no_args_is_help=True, help="Import result files of other harnesses as a run directory.")
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("tau-bench")
+@_user_errors
+def import_tau_bench(
+    files: Annotated[list[Path], typer.Argument(help="tau-bench / tau-trait result files (.json or .json.gz).")],
+    out: Annotated[Path, typer.Option(help="The run directory to write (or add to).")],
+    domain: Annotated[str, typer.Option(help="retail, airline, telecom or telehealth.")],
+    split: Annotated[str, typer.Option(help="The split the file's task ids index.")] = "test",
+    agent_model: Annotated[Optional[str], typer.Option(help="The agent model's name (the files do not record it).")] = None,
+    user_model: Annotated[Optional[str], typer.Option(help="The user simulator's name.")] = None,
+    trial_offset: Annotated[int, typer.Option(help="Added to every trial number (import several runs of one model).")] = 0,
+) -> None:
+    """Import tau-bench result files: rewards recomputed, reproduction checked, tasks matched."""
+    from castdata.imports.tau_bench import import_tau_bench as run_import
+
+    manifest = run_import(files, out, domain, split, agent_model, user_model, trial_offset)
+    for source in manifest["sources"]:
+        typer.echo(f"{source['name']}: {source['imported']} imported, {source['already_imported']} already there, "
+                   f"{len(source['refused'])} refused")
+    typer.echo(f"{out}: {json.dumps(manifest['counts'])}")
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="castdata")
@@ -207,3 +232,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -116,6 +116,36 @@ class Interception(BaseModel):
     revised: dict[str, Any] | None
 
 
+class Mismatch(BaseModel):
+    """The first recorded tool result a replay did not reproduce."""
+
+    step: int  # message index of the tool call
+    tool: str
+    recorded: str  # excerpts
+    replayed: str
+
+
+class ImportMark(BaseModel):
+    """Where an imported episode came from, and whether castdata's environment reproduces it.
+
+    An episode that does not reproduce (a harness that leaked database state between episodes, an older tool
+    version) is kept for inspection but never counts for pass^k or training data.
+    """
+
+    format: str  # the source format, e.g. `tau-bench`
+    file: str  # the source file's name
+    sha256: str  # of the source file
+    index: int  # position of the entry in the source file
+    source_task_id: int
+    source_trial: int
+    source_reward: float | None  # as the file claims: never trusted, recomputed into `outcome`
+    task_match: Literal["same", "remapped", "reworded", "unmatched"]
+    reproduced: bool
+    first_mismatch: Mismatch | None = None
+    renamed_fields: list[str] = Field(default_factory=list)  # older field names of equal values (`province->state`)
+    extra_tools: list[str] = Field(default_factory=list)  # tools of the source harness the domain lacks
+
+
 class Trajectory(BaseModel):
     """One episode of one task, one trial."""
 
@@ -137,6 +167,7 @@ class Trajectory(BaseModel):
     privileged: Privileged
     injected_mistakes: list[InjectedMistake] = Field(default_factory=list)
     interceptions: list[Interception] = Field(default_factory=list)
+    imported: ImportMark | None = None  # set by `castdata import`; None for collected episodes
     started_at: float
     ended_at: float
 
@@ -155,8 +186,10 @@ class Trajectory(BaseModel):
 
     @property
     def counts_for_pass_k(self) -> bool:
-        """Infrastructure failures say nothing about the agent: they are excluded from pass^k and training."""
-        return self.outcome.termination_reason != "infrastructure_error"
+        """Infrastructure failures say nothing about the agent, and an imported episode castdata's environment
+        does not reproduce cannot be scored: both are excluded from pass^k and training."""
+        reproduced = self.imported is None or self.imported.reproduced
+        return reproduced and self.outcome.termination_reason != "infrastructure_error"
 
 
 def episode_id(domain: str, split: str, task_id: int, trial: int) -> str:

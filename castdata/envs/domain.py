@@ -164,14 +164,21 @@ class Domain:
                     self.execute(db, action.name, action.kwargs)
         return db
 
-    @functools.cache
     def gold_changes(self, split: str, index: int) -> dict:
-        """The records the gold solution changes (computed once per task and process)."""
-        return self.replay(self.task(split, index).actions).changes()
+        """The records the gold solution of a task changes (computed once per task and process)."""
+        return self.gold_state(self.task(split, index).actions)
+
+    def gold_state(self, actions: tuple[Action, ...] | list[Action]) -> dict:
+        """The records a gold solution changes (computed once per solution and process)."""
+        return self._gold_state(json.dumps([action.model_dump() for action in actions]))
+
+    @functools.cache
+    def _gold_state(self, actions_json: str) -> dict:
+        return self.replay([Action(**raw) for raw in json.loads(actions_json)]).changes()
 
     def score(self, task: Task, db: EpisodeDatabase, agent_messages: list[str]) -> Score:
         """tau-bench's reward: the database equals the gold replay's, and every required output was said."""
-        db_match = same_state(self.base, db.changes(), self.gold_changes(task.split, task.index))
+        db_match = same_state(self.base, db.changes(), self.gold_state(task.actions))
         said = [message.lower().replace(",", "") for message in agent_messages]
         found = tuple(output for output in task.outputs if any(output.lower() in text for text in said))
         missing = tuple(output for output in task.outputs if output not in found)

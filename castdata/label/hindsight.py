@@ -5,8 +5,9 @@
   actions before it are valid unless a rule flags them; actions after it are marked `after_first_error`
   (their context is already doomed). A failed episode with no critical finding is unexplained: its
   unflagged actions are `uncertain`.
-- Episodes ended by infrastructure errors, or by the simulated user failing, say nothing about the agent:
-  they are skipped (`judge` returns None).
+- Episodes ended by infrastructure errors, or by the simulated user failing, say nothing about the agent, and
+  imported episodes castdata's environment does not reproduce cannot be scored: they are skipped (`judge`
+  returns None).
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ class EpisodeJudgement:
 
 def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgement | None:
     """Judge every agent action of an episode; None for a skipped episode."""
-    if trajectory.outcome.termination_reason in SKIPPED_TERMINATIONS:
-        return None
+    if trajectory.outcome.termination_reason in SKIPPED_TERMINATIONS or not trajectory.counts_for_pass_k:
+        return None  # says nothing about the agent, or (an imported episode that does not reproduce) cannot be scored
     domain = domain or load_domain(trajectory.domain)
     actions = actions_of(trajectory)
     success = trajectory.outcome.reward == 1.0

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 from castdata.envs import Domain
 from castdata.envs.clock import episode_clock
+from castdata.envs.reproduce import BASE, changed_records, replay_transcript
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.records import Action, Trajectory
 
-BASE = "base"  # the fingerprint of a record equal to the shared base database
 Record = tuple[str, str]  # (table, key)
 
 
@@ -51,10 +51,6 @@ class GoldPath:
     writes: tuple[tuple[Action, frozenset[Record]], ...]
 
 
-def _changed(before: dict, after: dict) -> dict:
-    return {k: after.get(k, BASE) for k in before.keys() | after.keys() if before.get(k, BASE) != after.get(k, BASE)}
-
-
 @functools.lru_cache(maxsize=4096)
 def _gold_path(domain: Domain, gold_json: str) -> GoldPath:
     db = domain.new_database()
@@ -68,7 +64,7 @@ def _gold_path(domain: Domain, gold_json: str) -> GoldPath:
                 continue
             domain.execute(db, action.name, action.kwargs)
             after = db.changes()
-            changed = _changed(before, after)
+            changed = changed_records(before, after)
             for record, state in changed.items():
                 states.setdefault(record, {BASE}).add(state)
             writes.append((action, frozenset(changed)))
@@ -83,26 +79,15 @@ def gold_path(domain: Domain, gold: list[Action]) -> GoldPath:
 
 def replay_writes(trajectory: Trajectory, domain: Domain) -> tuple[list[Write], dict, bool]:
     """Replay the executed tool calls: (writes, end state, whether every observation matched the record)."""
-    db = domain.new_database()
-    writes: list[Write] = []
-    before: dict = {}
-    consistent = True
-    messages = trajectory.messages
-    with episode_clock():
-        for step, message in enumerate(messages):
-            if message["role"] != "assistant" or not message.get("tool_calls"):
-                continue
-            if trajectory.meta[step].violation == "malformed_tool_call":
-                continue  # never executed
-            function = message["tool_calls"][0]["function"]
-            result = domain.execute(db, function["name"], function["arguments"])
-            recorded = messages[step + 1]["content"] if step + 1 < len(messages) else None
-            consistent = consistent and recorded == result.observation
-            if domain.tool_kind(function["name"]) == "write":
-                after = db.changes()
-                writes.append(Write(step, Action(name=function["name"], kwargs=function["arguments"]), result.ok, _changed(before, after)))
-                before = after
-    return writes, before, consistent
+    extra = frozenset(trajectory.imported.extra_tools if trajectory.imported else ())
+    skip = frozenset(step for step, meta in enumerate(trajectory.meta) if meta.violation == "malformed_tool_call")
+    reproduction = replay_transcript(domain, trajectory.messages, extra, skip)
+    writes = [
+        Write(call.step, Action(name=call.name, kwargs=call.arguments), call.result.ok, call.changed)
+        for call in reproduction.calls
+        if domain.tool_kind(call.name) == "write"
+    ]
+    return writes, reproduction.db.changes(), reproduction.reproduced
 
 
 def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[Write]:

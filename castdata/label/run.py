@@ -78,6 +78,21 @@ def label_file(run_dir: Path, domain: str, split: str) -> Path:
     return run_dir / LABELS / f"{domain}.{split}.jsonl"
 
 
+def read_labels(run_dir: Path) -> dict[str, list[Label]]:
+    """Every label of a labelled run, by trajectory id, in step order."""
+    found: dict[str, list[Label]] = {}
+    for path in sorted((run_dir / LABELS).glob("*.jsonl")):
+        if path.name == CLAUSES_FILE:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            try:
+                label = Label.model_validate_json(line)
+            except ValueError as err:
+                raise InputError(f"{path}:{number}: not a label record: {str(err).splitlines()[0]}") from None
+            found.setdefault(label.trajectory_id, []).append(label)
+    return {key: sorted(labels, key=lambda label: label.step) for key, labels in found.items()}
+
+
 def _check_run_dir(run_dir: Path) -> None:
     if not run_dir.is_dir():
         raise InputError(f"{run_dir}: no such run directory")

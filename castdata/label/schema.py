@@ -96,6 +96,7 @@ class Label(BaseModel):
     label_source: LabelSource
     first_critical_error: bool = False
     after_first_error: bool = False  # context already doomed: not used for the critic's verdict
+    user_fault: bool = False  # the episode failed through the simulated user: no verdict of it trains anything
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def to_json(self) -> str:

@@ -62,7 +62,8 @@ class LabelStats:
     def skip(self, trajectory: Trajectory) -> None:
         """Count an episode that was not labeled."""
         self.read += 1
-        self.skipped[trajectory.outcome.termination_reason] += 1
+        reproduced = trajectory.imported is None or trajectory.imported.reproduced
+        self.skipped[trajectory.outcome.termination_reason if reproduced else "not_reproduced"] += 1
 
     def add(self, episode: EpisodeJudgement, labels: list[Label]) -> None:
         """Count one labeled episode and its labels."""

@@ -1,0 +1,1 @@
+"""Importers: result files of other harnesses -> castdata run directories (`castdata import ...`)."""
