@@ -48,12 +48,13 @@ def _first_error_label(name: str):
 
 def test_wrong_argument_rationale_names_the_visible_right_value():
     trajectory, label = _first_error_label("retail_wrong_order_cancel")
-    assert label.expected_action.kwargs == {"order_id": "#W3361211", "reason": "no longer needed"}
+    assert label.action.name == "respond" and "#W3586556" in label.action.kwargs["content"]  # the wrong proposal
+    assert label.expected_action.name == "respond" and '"order_id": "#W3361211"' in label.expected_action.kwargs["content"]
     assert "#W3361211" in label.rationale.required
     value = next(e for e in label.evidence if e.quote == "#W3361211")
     assert value.source == "tool_result" and value.step < label.step and "#W3361211" in trajectory.messages[value.step]["content"]
     assert [ref.clause_id for ref in label.policy_refs] == ["retail.cancel-pending-order.1"]
-    assert label.label_source.signals == ["replay.write_off_gold"]
+    assert label.label_source.signals == ["said.proposal"]
 
 
 def test_premature_end_expects_a_confirmation_request_not_the_write():

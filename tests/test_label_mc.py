@@ -24,7 +24,7 @@ from castdata.models.user_llm import AGENT_GREETING
 from castdata.rollout.collect import collect
 from castdata.rollout.episode import run_episode
 
-WRONG_CANCEL = 14  # the golden wrong-order cancel's first critical error
+WRONG_CANCEL = 14  # the write that cancels another order than the one proposed: the first critical error
 
 
 def read_labels(run: Path) -> list[Label]:
@@ -84,7 +84,7 @@ def server():
 @pytest.fixture
 def llm_run(tmp_path, server) -> Path:
     """The golden wrong-order cancel, as if an LLM agent and an LLM user had played it on the test server."""
-    trajectory, _ = CASES["retail_wrong_order_cancel"]()
+    trajectory, _ = CASES["retail_write_deviates_to_the_wrong_order"]()
     spec = ModelSpec(backend="openai", model="m", base_url=server.base_url, max_retries=0)
     trajectory.agent, trajectory.user = spec.model_copy(update={"model": "agent"}), spec.model_copy(update={"model": "user"})
     run = tmp_path / "run"
@@ -134,7 +134,7 @@ def test_mc_with_the_scripted_oracle_sees_doomed_continuations(tmp_path):
     ended = [label.label_source for label in judged if label.first_critical_error and "premature_termination" in label.categories]
     assert len(firsts) >= 5 and ended and all(source.mc_success_after == 0.0 for source in ended)
     assert sum(s.mc_success_before - s.mc_success_after for s in firsts) / len(firsts) > 0.3
-    unconfirmed = [label.label_source for label in judged if label.severity == "minor"]
+    unconfirmed = [label.label_source for label in judged if label.categories == ["missing_confirmation"]]
     assert unconfirmed and all(source.agreement for source in unconfirmed)
     assert stats["mc"]["agreement"] >= 0.8
     assert Counter(label.label_source.agreement for label in judged)[True] == round(stats["mc"]["agreement"] * len(judged))

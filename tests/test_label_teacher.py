@@ -20,7 +20,7 @@ from castdata.label.schema import CATEGORIES, Label
 from castdata.models.spec import ModelSpec
 
 FALLBACK_ACTION = "I can help with that."  # the success case's greeting: the teacher never gets it right
-FIRST_ERROR = 14  # the wrong-order cancel (of #W3586556)
+FIRST_ERROR = 12  # the proposal to cancel the wrong order (#W3586556)
 CATEGORIES_REFINED = ["wrong_argument", "misread_observation"]
 
 
@@ -45,7 +45,7 @@ def teacher_reply(body: dict[str, Any]) -> dict[str, Any]:
         if "ungrounded_identifier" not in feedback:
             answer["rationale"]["assessment"] = "Invalid (critical): the user wanted order #W0000000 cancelled."  # leaks
         else:
-            answer["evidence"] = [{"step": FIRST_ERROR - 1, "source": "message", "quote": "Yes."}]
+            answer["evidence"] = [{"step": FIRST_ERROR - 1, "source": "tool_result", "quote": '"order_id": "#W3586556"'}]
     return {"content": json.dumps(answer)}
 
 
@@ -87,7 +87,7 @@ def test_rejected_replies_are_retried_then_fall_back_and_reruns_are_cached(run):
     labels = labels_of(run)
     wrong = labels[("retail.test.66.0", FIRST_ERROR)]
     assert wrong.label_source.method == "teacher" and wrong.label_source.teacher_model == "openai:teacher-model"
-    assert wrong.categories == CATEGORIES_REFINED and wrong.evidence[0].quote == "Yes."
+    assert wrong.categories == CATEGORIES_REFINED and wrong.evidence[0].quote == '"order_id": "#W3586556"'
     assert wrong.verdict == "invalid" and wrong.label_source.signals == drafts[("retail.test.66.0", FIRST_ERROR)].label_source.signals
     fallback = labels[("retail.test.69.0", 2)]
     assert fallback == drafts[("retail.test.69.0", 2)] and fallback.label_source.method == "hindsight"

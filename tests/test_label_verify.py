@@ -80,7 +80,7 @@ def test_verdict_contradicting_the_label(wrong_cancel):
 def test_wrong_source_unknown_category_and_other_action(wrong_cancel):
     trajectory, view, labels, first = wrong_cancel
     label = labels[first]
-    user_turn = first - 1
+    user_turn = max(step for step in range(first) if trajectory.messages[step]["role"] == "user")
     wrong_source = Evidence(step=user_turn, source="tool_result", quote=trajectory.messages[user_turn]["content"])
     assert codes(label.model_copy(update={"evidence": [wrong_source]}), label, view) == ["wrong_source"]
     assert codes(label.model_copy(update={"categories": ["hallucination"]}), label, view) == ["unknown_category"]
@@ -101,7 +101,7 @@ class PlantingWriter:
         if self.calls <= self.bad:
             if self.fault == "unparseable":
                 raise ValueError("model output is not JSON")
-            return draft.model_copy(update={"evidence": [Evidence(step=draft.step + 1, source="tool_result", quote="x")]})
+            return draft.model_copy(update={"evidence": [Evidence(step=draft.step + 1, source="tool_result", quote="the order")]})
         rationale = draft.rationale.model_copy(update={"assessment": "Invalid: the agent cancelled an order the user did not ask about."})
         return draft.model_copy(update={"rationale": rationale, "label_source": draft.label_source.model_copy(update={"method": "teacher"})})
 

@@ -22,6 +22,8 @@ class Finding:
     category: str
     severity: Literal["critical", "minor"]
     expected: Action | None = None
+    missing: Action | None = None  # the gold write never made, or the one a wrong proposal should have offered
+    wrong: Action | None = None  # for a wrong proposal: the write the user's yes led to
 
     @property
     def critical(self) -> bool:

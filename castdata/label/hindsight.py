@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from castdata.envs import Domain, load_domain
+from castdata.label.attribution import attribute
+from castdata.label.fault import episode_fault
 from castdata.label.findings import Finding
 from castdata.label.replay import replay_findings
 from castdata.label.rules import rule_findings
@@ -52,11 +54,12 @@ class EpisodeJudgement:
     success: bool
     first_error: int | None  # message index of the first critical error
     consistent: bool  # the replay reproduced every observation and the recorded outcome
+    fault: str | None = None  # a failure the simulated user or the task caused (`castdata.label.fault`)
 
     @property
     def explained(self) -> bool:
-        """A success, or a failure whose first critical error was found."""
-        return self.success or self.first_error is not None
+        """A success, or a failure whose first critical error (or the user's or the task's fault) was found."""
+        return self.success or self.first_error is not None or self.fault is not None
 
 
 def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgement | None:
@@ -67,13 +70,16 @@ def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgem
     actions = actions_of(trajectory)
     success = trajectory.outcome.reward == 1.0
     findings = rule_findings(trajectory, domain)
-    consistent, first_error = True, None
+    consistent, first_error, fault = True, None, None
     if not success and actions:
         deviating = {f.step for f in findings if f.signal == "rule.unconfirmed_details"}
         result = replay_findings(trajectory, domain, actions[-1], deviating)
-        findings += result.findings
         consistent = result.consistent
-        first_error = min((f.step for f in result.findings), default=None)
+        fault = episode_fault(trajectory, domain, result.findings)
+        if fault is None:
+            critical = attribute(trajectory, result.findings)
+            findings += critical
+            first_error = min((f.step for f in critical), default=None)
     by_step: dict[int, list[Finding]] = {}
     for finding in findings:
         by_step.setdefault(finding.step, []).append(finding)
@@ -83,7 +89,7 @@ def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgem
         if found:
             verdict = "invalid"
         else:
-            verdict = "valid" if success or first_error is not None else "uncertain"
+            verdict = "valid" if success or first_error is not None or fault else "uncertain"
         severity = "critical" if any(f.critical for f in found) else "minor" if found else "none"
         judgements.append(
             Judgement(
@@ -96,4 +102,4 @@ def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgem
                 after_first_error=first_error is not None and step > first_error,
             )
         )
-    return EpisodeJudgement(trajectory, judgements, success, first_error, consistent)
+    return EpisodeJudgement(trajectory, judgements, success, first_error, consistent, fault)

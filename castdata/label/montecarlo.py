@@ -60,8 +60,9 @@ class MonteCarlo:
         for label in labels:
             if label.after_first_error:
                 continue
-            if self.config.actions == "writes" and load_domain(trajectory.domain).tool_kind(label.action.name) != "write":
-                continue
+            is_write = load_domain(trajectory.domain).tool_kind(label.action.name) == "write"
+            if self.config.actions == "writes" and not (is_write or label.first_critical_error):
+                continue  # writes, and a first critical error said in a message (a wrong write proposed)
             if self.budget is not None:
                 if not self.budget:
                     break

@@ -20,6 +20,7 @@ from castdata.label.visible import View
 from castdata.records import Action
 
 QUOTE_LIMIT = 160
+MIN_QUOTE = 3  # shorter quotes ("ok") point at nothing; the verifier rejects them
 
 _TOPICS = {
     "rule.no_confirmation": "confirmation",
@@ -36,6 +37,11 @@ _REQUIRED = {
     "replay.write_missed_gold": _WRONG_WRITE,
     "replay.gold_write_missing": "Before ending, every change the user asked for had to be made, after listing its details and getting an explicit yes.",
     "replay.output_missing": "Before ending, the agent had to tell the user the information their request asked for.",
+    "replay.blocked_later_write": "Writes must come in an order that keeps every requested change possible{fix}.",
+    "said.proposal": "What the agent offers or asks the user to confirm must be the change the policy allows and the conversation established{fix}.",
+    "said.refusal": "A request the policy allows must be handled, not refused.",
+    "said.left_out": "A plan or summary must cover every item the user's request is about.",
+    "said.answer": "An answer to the user must state the value the tool results show.",
     "rule.no_confirmation": "Before a write, the agent must list the action details and get an explicit yes in the user's latest message.",
     "rule.unconfirmed_details": "A write must use the details the user confirmed.",
     "rule.before_auth": "The user must be authenticated ({auth_tools}) before any data access or change.",
@@ -45,6 +51,7 @@ _REQUIRED = {
     "rule.unknown_tool": "A tool call must name one of the available tools.",
     "rule.empty_reply": "Every reply must call a tool or say something to the user.",
     "rule.unneeded_transfer": "Transfer to a human only when the request cannot be handled with the agent's own tools.",
+    "rule.ungrounded_id": "An identifier passed to a tool must come from the user or an earlier tool result, never a guess.",
 }
 _ASSESSMENT = {
     "wrong_argument": "its arguments are not the ones the conversation established, so it does not make the change the user asked for",
@@ -53,6 +60,11 @@ _ASSESSMENT = {
     "unnecessary_transfer": "the agent handed the user to a human although its own tools could handle the request",
     "missed_required_action": "a change the user asked for was never made",
     "replay.output_missing": "the conversation ended without the information the user asked for",
+    "replay.blocked_later_write": "it changes the record in a way that makes a later requested change impossible",
+    "said.proposal": "the user's yes to this message led to a change that is not the one the request and the policy call for",
+    "said.refusal": "it refuses a change the policy allows, and the change is never made",
+    "said.left_out": "it leaves out an item of the same kind as those it lists, and that item is never handled",
+    "said.answer": "it does not give the value the user asked for",
     "rule.no_confirmation": "the user's latest message is not an explicit yes to this change",
     "rule.unconfirmed_details": "the user confirmed other details than the ones used",
     "rule.before_auth": "no authentication had succeeded yet",
@@ -61,12 +73,17 @@ _ASSESSMENT = {
     "rule.malformed_tool_call": "its arguments were not a JSON object",
     "rule.unknown_tool": "no such tool exists",
     "rule.empty_reply": "the reply was empty",
+    "rule.ungrounded_id": "it passes an identifier that nothing the user said or a tool returned showed",
 }
-_VALID = {
-    "outcome.success": "Valid: the episode succeeded and no policy rule flags this action.",
-    "outcome.before_first_error": "Valid: this action comes before the first critical error and no policy rule flags it.",
-    "outcome.after_first_error": "No rule flags this action; it comes after the first critical error, so the outcome does not judge it.",
-    "outcome.unexplained_failure": "Uncertain: the episode failed, but replay did not locate the action that broke it.",
+_VALID_ASSESSMENT = {
+    "write": "Valid: the change rests on the user's explicit yes to the details it uses, as the policy requires.",
+    "read": "Valid: the lookup uses details the user or an earlier tool result gave, and moves the request forward.",
+    "respond": "Valid: the message answers the user's latest turn from what the conversation shows.",
+    "transfer": "Valid: the hand-off follows the user's request, as the policy allows.",
+}
+_NOT_JUDGED = {
+    "outcome.after_first_error": "Not judged on its own: it follows an earlier critical error in this conversation.",
+    "outcome.unexplained_failure": "Uncertain: no check settles whether this action is right.",
 }
 
 
@@ -104,30 +121,56 @@ def _values(value: Any) -> list[str]:
 def _grounded_expected(judgement: Judgement, view: View) -> Action | None:
     for finding in _ordered(judgement):
         expected = finding.expected
-        if expected is not None and not view.ungrounded(json.dumps(expected.kwargs), judgement.step):
+        if expected is None or expected == judgement.action:
+            continue
+        if not view.ungrounded(json.dumps(expected.kwargs), judgement.step):
             return expected
+    return None
+
+
+def _sources(action: Action, view: View, step: int) -> list[tuple[int, str]]:
+    """Where the details a valid action uses came from: the latest user turn or tool result showing each."""
+    found = []
+    for text in dict.fromkeys(t for t in _values(action.kwargs) if len(t) >= 3 and action.name != RESPOND):
+        seen = next((i for i in range(step - 1, 0, -1) if view.roles[i] in ("user", "tool") and text in view.texts[i]), None)
+        if seen is not None:
+            found.append((seen, text))
+    return found
+
+
+def _correction(judgement: Judgement, expected: Action | None) -> tuple[Action, Action] | None:
+    """(the wrong write, the right one): of a wrong proposal, or of a wrong tool call with a grounded correction."""
+    proposal = next((f for f in judgement.findings if f.wrong is not None and f.missing is not None), None)
+    if proposal is not None:
+        return (proposal.wrong, proposal.missing) if expected is not None else None
+    if expected is not None and expected.name != RESPOND:
+        return judgement.action, expected
     return None
 
 
 def _evidence(judgement: Judgement, expected: Action | None, view: View) -> list[Evidence]:
     step, found = judgement.step, []
-    if expected is not None and expected.name != RESPOND:
-        for key, value in _changed_values(judgement.action, expected).items():
-            wrong = set(_values(judgement.action.kwargs.get(key)))
+    correction = _correction(judgement, expected)
+    if correction is not None:
+        action, right = correction
+        for key, value in _changed_values(action, right).items():
+            wrong = set(_values(action.kwargs.get(key)))
             for text in _values(value):
                 seen = view.last_seen(text, step) if text and text not in wrong else None
                 if seen is not None:
                     found.append((seen, text))
+    if not judgement.findings:
+        found += _sources(judgement.action, view, step)
+    last_user = next((i for i in range(step - 1, 0, -1) if view.roles[i] == "user"), None)
+    if last_user is not None and len(view.texts[last_user]) >= MIN_QUOTE:
+        found.append((last_user, _excerpt(view.texts[last_user])))
     if judgement.findings:
-        last_user = next((i for i in range(step - 1, 0, -1) if view.roles[i] == "user"), None)
-        if last_user is not None:
-            found.append((last_user, _excerpt(view.texts[last_user])))
         if any(f.signal == "rule.unconfirmed_details" for f in judgement.findings) and last_user is not None:
             request = next((i for i in range(last_user - 1, 0, -1) if view.roles[i] == "assistant"), None)
             if request is not None and view.texts[request]:
                 found.append((request, _excerpt(view.texts[request])))
     evidence = []
-    for seen, quote in dict.fromkeys(found):
+    for seen, quote in dict.fromkeys((seen, quote) for seen, quote in found if len(quote) >= MIN_QUOTE):
         source = "tool_result" if view.roles[seen] == "tool" else "message"
         evidence.append(Evidence(step=seen, source=source, quote=quote))
     return evidence
@@ -139,8 +182,9 @@ def _policy_refs(judgement: Judgement, clauses: ClauseTable) -> list[PolicyRef]:
         topic = "transfer" if finding.category == "unnecessary_transfer" else _TOPICS.get(finding.signal)
         if topic is not None:
             hit = clauses.about(topic)
-        elif finding.signal.startswith("replay.") and finding.signal != "replay.output_missing":
-            hit = clauses.for_tool((finding.expected or judgement.action).name)
+        elif finding.signal in ("replay.write_off_gold", "replay.write_missed_gold", "replay.gold_write_missing",
+                                "replay.blocked_later_write", "said.proposal"):
+            hit = clauses.for_tool((finding.missing or finding.expected or judgement.action).name)
         else:
             hit = None
         if hit is not None:
@@ -152,23 +196,49 @@ def _policy_refs(judgement: Judgement, clauses: ClauseTable) -> list[PolicyRef]:
 def _outcome_signal(episode: EpisodeJudgement, judgement: Judgement) -> str:
     if episode.success:
         return "outcome.success"
+    if episode.fault is not None:
+        return episode.fault
     if episode.first_error is None:
         return "outcome.unexplained_failure"
     return "outcome.after_first_error" if judgement.after_first_error else "outcome.before_first_error"
 
 
-def _prose(episode: EpisodeJudgement, judgement: Judgement, expected: Action | None, auth_tools: str) -> Rationale:
+def _kind(action: Action, domain: str) -> str:
+    if action.name == RESPOND:
+        return "respond"
+    kind = load_domain(domain).tool_kind(action.name)
+    return kind if kind in _VALID_ASSESSMENT else "read"
+
+
+def _valid_required(action: Action, evidence: list[Evidence], kind: str) -> str:
+    """What a valid action rests on: the messages it draws its details from (the evidence points at them)."""
+    basis = " (the evidence quotes where they came from)" if evidence else ""
+    return {
+        "write": f"A change needs the user's explicit yes to its listed details{basis}.",
+        "read": f"A lookup must use details the user or an earlier tool result gave{basis}.",
+        "respond": f"A message must rest on what the user said and the tools returned{basis}.",
+        "transfer": f"A transfer must follow the user's request or a request the tools cannot handle{basis}.",
+    }[kind]
+
+
+def _prose(episode: EpisodeJudgement, judgement: Judgement, expected: Action | None, auth_tools: str,
+           evidence: list[Evidence]) -> Rationale:
     observed = _describe(judgement.action)
     if not judgement.findings:
-        required = "Follow the policy and move the user's request forward."
-        return Rationale(observed=observed, required=required, assessment=_VALID[_outcome_signal(episode, judgement)])
+        kind = _kind(judgement.action, episode.trajectory.domain)
+        signal = _outcome_signal(episode, judgement)
+        assessment = _NOT_JUDGED.get(signal, _VALID_ASSESSMENT[kind])
+        return Rationale(observed=observed, required=_valid_required(judgement.action, evidence, kind), assessment=assessment)
     fix = ""
-    if expected is not None and expected.name == judgement.action.name:
-        changes = ", ".join(f"{key} = {json.dumps(value)}" for key, value in _changed_values(judgement.action, expected).items())
+    correction = _correction(judgement, expected)
+    if correction is not None and correction[0].name == correction[1].name:
+        changes = ", ".join(f"{key} = {json.dumps(value)}" for key, value in _changed_values(*correction).items())
         fix = f" ({changes}, as established earlier in the conversation)" if changes else ""
-    elif expected is not None and expected.name != RESPOND:
-        fix = f" (with {expected.name})"
+    elif correction is not None:
+        fix = f" (with {correction[1].name})"
     required, reasons = [], []
+    if expected is None and any(f.expected is not None for f in judgement.findings):
+        reasons.append("the corrected action cannot be stated from what the agent had seen")
     for finding in _ordered(judgement):
         required.append(_REQUIRED[finding.signal].format(fix=fix, auth_tools=auth_tools))
         reasons.append(_ASSESSMENT.get(finding.signal) or _ASSESSMENT[finding.category])
@@ -183,6 +253,7 @@ def programmatic_label(episode: EpisodeJudgement, judgement: Judgement, view: Vi
     signals = [f.signal for f in _ordered(judgement)] or [_outcome_signal(episode, judgement)]
     method = "rule" if judgement.findings and all(f.signal.startswith("rule.") for f in judgement.findings) else "hindsight"
     meta = trajectory.meta[judgement.step]
+    evidence = _evidence(judgement, expected, view)
     return Label(
         trajectory_id=trajectory.id,
         domain=trajectory.domain,
@@ -195,12 +266,13 @@ def programmatic_label(episode: EpisodeJudgement, judgement: Judgement, view: Vi
         severity=judgement.severity,
         categories=judgement.categories,
         policy_refs=_policy_refs(judgement, clauses),
-        evidence=_evidence(judgement, expected, view),
-        rationale=_prose(episode, judgement, expected, auth_tools),
+        evidence=evidence,
+        rationale=_prose(episode, judgement, expected, auth_tools, evidence),
         expected_action=expected,
         label_source=LabelSource(method=method, signals=signals),
         first_critical_error=judgement.first_critical_error,
         after_first_error=judgement.after_first_error,
+        user_fault=episode.fault is not None,
         extra={"raw": meta.raw} if meta.violation and meta.raw is not None else {},
     )
 

@@ -11,6 +11,9 @@ changed are compared with the gold solution's replay (privileged, used for the v
   than the user confirmed (`deviating`: e.g. the confirmed order's change made on another order, which the
   gold solution happens to change too); an attempt standing for one of the gold solution's own calls that
   change nothing (its failing calls) is excused;
+- a needed write that failed because an earlier agent write on the same record made it impossible (changing a
+  pending order's items before its address locks the order) is charged to that earlier write (`wrong_sequence`,
+  expected: the needed write, which had to come first);
 - a wrong record none of the above explains is charged to the action that ended the episode (the expected
   action: the missing write, or asking to confirm it when the user's latest turn was no yes);
 - required outputs never said are charged to the action that ended the episode.
@@ -79,9 +82,8 @@ def gold_path(domain: Domain, gold: list[Action]) -> GoldPath:
 
 def replay_writes(trajectory: Trajectory, domain: Domain) -> tuple[list[Write], dict, bool]:
     """Replay the executed tool calls: (writes, end state, whether every observation matched the record)."""
-    extra = frozenset(trajectory.imported.extra_tools if trajectory.imported else ())
     skip = frozenset(step for step, meta in enumerate(trajectory.meta) if meta.violation == "malformed_tool_call")
-    reproduction = replay_transcript(domain, trajectory.messages, extra, skip)
+    reproduction = replay_transcript(domain, trajectory.messages, _extra_tools(trajectory), skip)
     writes = [
         Write(call.step, Action(name=call.name, kwargs=call.arguments), call.result.ok, call.changed)
         for call in reproduction.calls
@@ -135,6 +137,24 @@ def _related(action: Action, records: set, candidates: list[tuple[Action, frozen
     return None
 
 
+def _blocking_write(trajectory: Trajectory, domain: Domain, writes: list[Write], attempt: Write, gold: Action) -> Write | None:
+    """The earlier write that made a needed write impossible: the attempt failed, the gold write fails too after
+    the agent's writes before the attempt, and an earlier successful write acted on the same record."""
+    if attempt.ok:
+        return None
+    shared = [w for w in writes if w.step < attempt.step and w.ok and _shares_id(w.action, gold)]
+    if not shared:
+        return None
+    reproduction = replay_transcript(domain, trajectory.messages[: attempt.step], _extra_tools(trajectory))
+    with episode_clock():
+        still_possible = domain.execute(reproduction.db, gold.name, gold.kwargs).ok
+    return None if still_possible else shared[0]
+
+
+def _extra_tools(trajectory: Trajectory) -> frozenset[str]:
+    return frozenset(trajectory.imported.extra_tools if trajectory.imported else ())
+
+
 def _write_category(action: Action, expected: Action | None) -> str:
     return "wrong_argument" if expected is not None and expected.name == action.name else "wrong_tool"
 
@@ -179,15 +199,22 @@ def replay_findings(trajectory: Trajectory, domain: Domain, ending: tuple[int, A
     charged = next(((w, g) for w in _attempts(writes, gold, deviating) if (g := _related(w.action, set(), missing)) is not None), None)
     if charged is not None:
         write, expected = charged
-        findings.append(Finding(write.step, "replay.write_missed_gold", _write_category(write.action, expected), "critical", expected))
+        blocker = _blocking_write(trajectory, domain, writes, write, expected)
+        if blocker is not None:
+            findings.append(Finding(blocker.step, "replay.blocked_later_write", "wrong_sequence", "critical", expected))
+        else:
+            category = _write_category(write.action, expected)
+            findings.append(Finding(write.step, "replay.write_missed_gold", category, "critical", expected))
         explained |= next(recs for g, recs in missing if g is expected)
     omitted = wrong - explained
     if omitted:
         step, action = ending
-        expected = next((g for g, recs in missing if recs & omitted), None)
+        gold_write = next((g for g, recs in missing if recs & omitted), None)
+        expected = gold_write
         if expected is not None and not _answered_yes(trajectory, step):
             expected = ask_to_confirm(expected)  # the change was due, but only after the user's yes
-        findings.append(Finding(step, "replay.gold_write_missing", _ending_category(trajectory, domain, action), "critical", expected))
+        category = _ending_category(trajectory, domain, action)
+        findings.append(Finding(step, "replay.gold_write_missing", category, "critical", expected, gold_write))
     if trajectory.outcome.outputs_missing:
         findings.append(Finding(ending[0], "replay.output_missing", "missed_required_action", "critical"))
     return ReplayResult(findings, consistent)

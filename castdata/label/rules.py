@@ -1,15 +1,19 @@
 """Policy rule checks: per-action violations any episode can have, whatever its outcome (severity minor).
 
-- `rule.no_confirmation`: a write whose latest user turn is not an explicit yes, or whose yes an earlier
-  write already used;
-- `rule.unconfirmed_details`: a confirmed write with an identifier argument the confirmation request did not
-  list, where the request listed another identifier of the same shape (the user said yes to other details);
+- `rule.no_confirmation`: a write whose latest user turn is not an explicit yes (paraphrased consent counts:
+  "sure, go ahead with both", "fine, do it"), or a second write on one yes that the confirmation request did not
+  list (one yes covers the set of actions the request listed);
+- `rule.unconfirmed_details`: a confirmed write on another record (order, reservation) than the request named,
+  where it named one of the same shape (the user said yes to another record);
 - `rule.before_auth`: a tool call that reads or writes data before an authentication tool succeeded (in a
   domain without one, airline, before the user gave their user id)
   (`calculate` and `think` touch no data);
 - `rule.multiple_tool_calls`, `rule.tool_call_with_text`: the protocol violations the episode loop recorded;
 - `rule.malformed_tool_call`, `rule.unknown_tool`, `rule.empty_reply`: unusable turns;
-- `rule.unneeded_transfer`: a transfer to a human when the gold solution has none (the task did not need one).
+- `rule.unneeded_transfer`: a transfer to a human when the gold solution has none (the task did not need one);
+- `rule.ungrounded_id`: a tool call with an identifier argument (order, item, user, product, reservation, payment
+  id) that no user turn, tool result or the policy showed before: the agent guessed it (its own earlier
+  messages are no source).
 """
 
 from __future__ import annotations
@@ -18,13 +22,29 @@ import json
 import re
 
 from castdata.envs import RESPOND, Domain
+from castdata.label.acts import topic_words
 from castdata.label.findings import Finding
 from castdata.label.visible import identifiers
 from castdata.records import Action, Trajectory
 
 NO_DATA_TOOLS = frozenset({"calculate", "think"})
-_YES = re.compile(r"\b(yes|yep|yeah|confirm|confirmed|go ahead|proceed)\b", re.I)
-_NO = re.compile(r"^\W*(no|nope|don't|do not|not)\b", re.I)
+_YES = re.compile(
+    r"\b(yes|ye|yep|yeah|yup|confirm|confirmed|go ahead|proceed|please do|do it|do that|do both|let's do|i agree|agreed)\b",
+    re.I,
+)
+# consent that is a yes only as the answer to a request to confirm ("Sure, my user id is ..." answers a question)
+_SOFT_YES = re.compile(
+    r"\b(sure|ok|okay|fine|alright|all right|sounds good|sounds great|that works|works for me|correct|absolutely|"
+    r"of course|that's right|perfect)\b",
+    re.I,
+)
+_ASKS_TO_CONFIRM = re.compile(
+    r"confirm|proceed|go ahead|would you like me to|shall i|should i|do you want me to|yes/no|is that correct|"
+    r"is this correct|are you sure|okay to",
+    re.I,
+)
+_NO = re.compile(r"^\W*(no|nope|don't|do not|not|wait|hold on|actually)\b", re.I)
+_TARGET_KEYS = ("order_id", "reservation_id")  # what a confirmation request must name: the record a write changes
 
 _VIOLATIONS = {
     "multiple_tool_calls": "policy_violation",
@@ -35,9 +55,13 @@ _VIOLATIONS = {
 }
 
 
-def is_confirmation(text: str) -> bool:
-    """Whether a user message is an explicit yes."""
-    return bool(_YES.search(text)) and not _NO.match(text)
+def is_confirmation(text: str, request: str | None = None) -> bool:
+    """Whether a user message is an explicit yes: a yes word, or paraphrased consent ("fine, do it", "sure") given
+    to a `request` that asked to confirm (without the request, only a yes word counts)."""
+    if _NO.match(text):
+        return False
+    return bool(_YES.search(text)) or (request is not None and bool(_ASKS_TO_CONFIRM.search(request))
+                                       and bool(_SOFT_YES.search(text)))
 
 
 def ask_to_confirm(action: Action) -> Action:
@@ -58,23 +82,70 @@ def _shape(token: str) -> str:
 
 
 def deviates(action: Action, request: str) -> bool:
-    """Whether a write uses an identifier where the confirmed request listed another one of the same shape."""
-    listed = set(identifiers(request))
+    """Whether a write changes another record (order, reservation) than the confirmed request named, where the
+    request named one of the same shape. Other details (the items replaced, unchanged flights) need not be listed."""
+    listed = {token.lstrip("#") for token in identifiers(request)} | set(re.findall(r"\b[A-Z0-9]{6}\b", request))
     shapes = {_shape(token) for token in listed}
-    return any(token not in listed and _shape(token) in shapes for token in identifiers(json.dumps(action.kwargs)))
+    targets = [str(action.kwargs[key]).lstrip("#") for key in _TARGET_KEYS if isinstance(action.kwargs.get(key), str)]
+    return any(token not in listed and _shape(token) in shapes for token in targets)
+
+
+def _targets(action: Action) -> list[str]:
+    return [str(action.kwargs[key]).lstrip("#") for key in _TARGET_KEYS if isinstance(action.kwargs.get(key), str)]
+
+
+def covered(action: Action, request: str, first: Action) -> bool:
+    """Whether a confirmation request listed a write made after `first` on the same yes: it speaks of the write's
+    act, names its record, and, where `first` changed that record too, a detail `first` did not have (a second
+    identical write is never covered)."""
+    if not any(word in request.lower() for word in topic_words(action.name)):
+        return False
+    values = [v.lstrip("#") for v in re.findall(r'"([^"]{3,})"', json.dumps(action.kwargs))]
+    targets = _targets(action)
+    if targets and not all(target in request for target in targets):
+        return False
+    if targets and targets != _targets(first):
+        return True
+    before = {v.lstrip("#") for v in re.findall(r'"([^"]{3,})"', json.dumps(first.kwargs))}
+    return any(value in request for value in values if value not in targets and value not in before)
+
+
+_ID_KEYS = ("order_id", "item_ids", "new_item_ids", "item_id", "user_id", "product_id", "reservation_id",
+            "payment_method_id", "payment_id")
+
+
+def _id_values(kwargs: dict) -> list[str]:
+    """The identifier arguments of a tool call (order, item, user, product, reservation, payment ids), as strings."""
+    found = []
+    for key, value in kwargs.items():
+        if key in _ID_KEYS:
+            found += [str(v) for v in (value if isinstance(value, list) else [value]) if isinstance(v, (str, int))]
+    return found
+
+
+def ungrounded_ids(action: Action, seen: str) -> list[str]:
+    """The identifier arguments of `action` that do not occur in `seen` (what the user and the tools showed)."""
+    return [value for value in _id_values(action.kwargs) if value not in seen and value.lstrip("#") not in seen]
 
 
 def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
     """Every policy rule violation of an episode, in step order."""
     findings: list[Finding] = []
     authenticated = False
-    confirmed = False  # the latest user turn is a yes no write has used yet
+    confirmed = False  # the latest user turn is a yes
+    first_write = None  # the first write made on the latest yes: one yes covers the writes its request listed
     said, request = "", ""  # the agent's latest message, and the one the latest user turn answered
     gold_transfers = any(domain.tool_kind(a.name) == "transfer" for a in trajectory.privileged.gold_actions)
     messages = trajectory.messages
+    seen = messages[0].get("content") or ""  # what the user and the tools have shown so far (and the policy)
     for step, message in enumerate(messages):
+        if message["role"] == "tool":
+            seen += "\n" + (message.get("content") or "")
+            continue
         if message["role"] == "user":
-            confirmed, request = is_confirmation(message.get("content") or ""), said
+            seen += "\n" + (message.get("content") or "")
+            confirmed, request = is_confirmation(message.get("content") or "", said), said
+            first_write = None
             # a domain without a lookup tool (airline) only asks the agent to obtain the user id from the user
             if not domain.catalog.auth_tools and trajectory.privileged.user_id in (message.get("content") or ""):
                 authenticated = True
@@ -94,15 +165,17 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             said = message.get("content") or ""
             continue
         kind = domain.tool_kind(action.name)
+        if kind in ("read", "write") and ungrounded_ids(action, seen):
+            findings.append(Finding(step, "rule.ungrounded_id", "ungrounded_claim", "minor"))
         ok = step + 1 < len(messages) and not str(messages[step + 1].get("content") or "").startswith("Error")
         if kind in ("read", "write") and not authenticated and action.name not in domain.catalog.auth_tools | NO_DATA_TOOLS:
             findings.append(Finding(step, "rule.before_auth", "auth_violation", "minor", ask_to_authenticate(domain)))
         if kind == "write":
-            if not confirmed:
+            if not confirmed or (first_write is not None and not covered(action, request, first_write)):
                 findings.append(Finding(step, "rule.no_confirmation", "missing_confirmation", "minor", ask_to_confirm(action)))
             elif deviates(action, request):
                 findings.append(Finding(step, "rule.unconfirmed_details", "wrong_argument", "minor"))
-            confirmed = False  # a yes covers one write
+            first_write = first_write or action
         if kind == "transfer" and not gold_transfers:
             findings.append(Finding(step, "rule.unneeded_transfer", "unnecessary_transfer", "minor"))
         authenticated = authenticated or (ok and action.name in domain.catalog.auth_tools)

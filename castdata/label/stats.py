@@ -15,6 +15,7 @@ from collections import Counter
 from rich.console import Console
 from rich.table import Table
 
+from castdata.label.attribution import proposal_of
 from castdata.label.hindsight import EpisodeJudgement
 from castdata.label.schema import Label
 from castdata.label.verify import Rejection
@@ -32,6 +33,13 @@ KIND_CATEGORY = {
     "missing_output": "missed_required_action",
     "two_tool_calls": "policy_violation",
 }
+
+
+def _said_at(trajectory: Trajectory, step: int) -> set[int]:
+    """Where an injected mistake at `step` shows: its own turn, and the confirmation request that proposed it (the
+    labeler charges a wrong write the user said yes to where it was proposed)."""
+    proposal = proposal_of(trajectory.messages, step)
+    return {step} if proposal is None else {step, proposal}
 
 
 class LabelStats:
@@ -94,13 +102,14 @@ class LabelStats:
         self.scripted += 1
         by_step = {label.step: label for label in labels}
         executed = [m for m in trajectory.injected_mistakes if not m.intercepted]  # a critic stopped the others
-        injected_steps = {m.step for m in executed}
+        said = {m.step: _said_at(trajectory, m.step) for m in executed}
+        injected_steps = {step for steps in said.values() for step in steps}
         for mistake in executed:
             kind = self.kinds.setdefault(mistake.kind, Counter())
             kind["injected"] += 1
-            label = by_step.get(mistake.step)
-            kind["flagged"] += label is not None and label.verdict == "invalid"
-            kind["category_match"] += label is not None and KIND_CATEGORY.get(mistake.kind) in label.categories
+            found = [by_step[step] for step in said[mistake.step] if step in by_step]
+            kind["flagged"] += any(label.verdict == "invalid" for label in found)
+            kind["category_match"] += any(KIND_CATEGORY.get(mistake.kind) in label.categories for label in found)
         for label in labels:  # flags the outcome can judge (not after the first error) where nothing was injected
             if label.verdict == "invalid" and not label.after_first_error and label.step not in injected_steps:
                 self.false_alarms.update(label.label_source.signals)
@@ -112,9 +121,9 @@ class LabelStats:
             return
         first = min(breaking, key=lambda m: m.step)
         self.injected["failed_with_breaking"] += 1
-        if episode.first_error == first.step:
+        if episode.first_error in said[first.step]:
             self.injected["first_error_matches"] += 1
-            self.injected["first_error_category_matches"] += KIND_CATEGORY.get(first.kind) in by_step[first.step].categories
+            self.injected["first_error_category_matches"] += KIND_CATEGORY.get(first.kind) in by_step[episode.first_error].categories
         elif len(self.mismatches) < MISMATCHES_KEPT:
             found = by_step.get(episode.first_error) if episode.first_error is not None else None
             self.mismatches.append(

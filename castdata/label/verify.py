@@ -1,11 +1,14 @@
 """The grounding verifier: mechanical checks every rationale must pass, programmatic or teacher-written.
 
 - every evidence step comes before the judged action, and its source matches the message's role;
-- every quote is a substring of the visible content of its step (of the policy, for policy evidence);
+- every quote is at least 3 characters long and a substring of the visible content of its step (of the policy,
+  for policy evidence);
 - every clause id exists, and its quote is a substring of the clause;
 - every category is in the taxonomy;
-- no identifier (ids, emails, amounts, dates) appears in the rationale or the expected action unless it
-  occurs in the policy or before the action (the rationale may also name what the action itself contains);
+- no identifier (ids, emails, amounts, dates, of any length) nor street address appears in the rationale or the
+  expected action unless it occurs in the policy or before the action (both may also restate what the action
+  itself contains);
+- the expected action is not the action itself;
 - the verdict agrees with the hindsight label's, for the same action.
 """
 
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 
 from castdata.label.policy import ClauseTable
 from castdata.label.schema import CATEGORIES, Label
-from castdata.label.visible import View
+from castdata.label.visible import MIN_QUOTE, View
 
 _SOURCE_ROLES = {"message": ("user", "assistant", "system"), "tool_result": ("tool",)}
 
@@ -33,8 +36,8 @@ def _evidence(label: Label, view: View) -> list[Rejection]:
     found = []
     for i, item in enumerate(label.evidence):
         where = f"evidence[{i}]"
-        if not item.quote:
-            found.append(Rejection("empty_quote", f"{where}: empty quote"))
+        if len(item.quote) < MIN_QUOTE:
+            found.append(Rejection("short_quote", f"{where}: quote {item.quote!r} is shorter than {MIN_QUOTE} characters"))
             continue
         if item.source == "policy":
             if item.quote not in view.policy:
@@ -63,10 +66,14 @@ def _clauses(label: Label, clauses: ClauseTable) -> list[Rejection]:
 
 def _identifiers(label: Label, view: View) -> list[Rejection]:
     prose = " ".join((label.rationale.observed, label.rationale.required, label.rationale.assessment))
-    found = [Rejection("ungrounded_identifier", f"rationale: {token!r} was not visible") for token in view.ungrounded(prose, label.step, also=label.step)]
+    found = [Rejection("ungrounded_identifier", f"rationale: {token!r} was not visible")
+             for token in view.ungrounded(prose, label.step, also=label.step, strict=True)]
     if label.expected_action is not None:
         text = json.dumps(label.expected_action.kwargs)
-        found += [Rejection("ungrounded_identifier", f"expected_action: {token!r} was not visible") for token in view.ungrounded(text, label.step)]
+        found += [Rejection("ungrounded_identifier", f"expected_action: {token!r} was not visible")
+                  for token in view.ungrounded(text, label.step, also=label.step, strict=True)]
+        if label.expected_action == label.action:
+            found.append(Rejection("expected_is_action", "expected_action: the same as the judged action"))
     return found
 
 

@@ -19,6 +19,10 @@ IDENTIFIER = re.compile(
     r"|#?[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*"  # anything with a digit: ids, item numbers, dates
 )
 _MIN_ID_LENGTH = 4  # shorter digit tokens ("2", "24h") are counts and times, not identifiers
+MIN_QUOTE = 3  # a quote shorter than this points at nothing
+ADDRESS = re.compile(
+    r"\b\d+\s+(?:[A-Z][a-z]+\s+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Drive|Dr|Lane|Ln|Boulevard|Blvd|Way|Court|Ct|Place|Pl|Highway)\b"
+)
 
 
 def visible_content(message: dict[str, Any]) -> str:
@@ -30,12 +34,13 @@ def visible_content(message: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def identifiers(text: str) -> list[str]:
-    """The identifiers in a text, in order (amounts as written, e.g. `$1,234.50`)."""
-    found = []
+def identifiers(text: str, strict: bool = False) -> list[str]:
+    """The identifiers in a text, in order (amounts as written, e.g. `$1,234.50`); `strict` keeps short digit
+    tokens too and adds street addresses."""
+    found = [address for address in ADDRESS.findall(text)] if strict else []
     for match in IDENTIFIER.finditer(text):
         token = match.group(0)
-        if "@" in token or "$" in token or "." in token or len(token) >= _MIN_ID_LENGTH:
+        if strict or "@" in token or "$" in token or "." in token or len(token) >= _MIN_ID_LENGTH:
             found.append(token)
     return found
 
@@ -72,10 +77,11 @@ class View:
                 return step
         return None
 
-    def ungrounded(self, text: str, before: int, also: int | None = None) -> list[str]:
-        """The identifiers in `text` that occur neither in the policy nor before step `before` (nor in step `also`)."""
+    def ungrounded(self, text: str, before: int, also: int | None = None, strict: bool = False) -> list[str]:
+        """The identifiers in `text` that occur neither in the policy nor before step `before` (nor in step `also`);
+        `strict` checks identifiers of any length and street addresses too."""
         return [
             token
-            for token in dict.fromkeys(identifiers(text))
+            for token in dict.fromkeys(identifiers(text, strict))
             if not any(self.seen(spelling, before, also) for spelling in _spellings(token))
         ]

@@ -136,10 +136,10 @@ def retail_wrong_order_cancel():
     ep.call("get_user_details", user_id="aarav_lee_1982")
     ep.call("get_order_details", order_id="#W3361211")
     ep.call("get_order_details", order_id="#W3586556")
-    ep.say("I will cancel order #W3586556 with reason 'no longer needed'. Do you confirm (yes/no)?", "Yes.")
-    write = ep.call("cancel_pending_order", order_id="#W3586556", reason="no longer needed")
+    proposal = ep.say("I will cancel order #W3586556 with reason 'no longer needed'. Do you confirm (yes/no)?", "Yes.")
+    ep.call("cancel_pending_order", order_id="#W3586556", reason="no longer needed")
     ep.say("Cancelled. Anything else?", STOP)
-    return ep.build(), Expect(write, {write: "wrong_argument"})
+    return ep.build(), Expect(proposal, {proposal: "wrong_argument"})  # the wrong order was proposed: the error
 
 
 # -- retail 0: Yusuf Rossi exchanges a keyboard and a thermostat of delivered order #W2378156 -------------
@@ -153,13 +153,28 @@ def retail_wrong_item_exchange():
     ep.call("get_product_details", product_id="1656367028")
     ep.call("get_product_details", product_id="4896585277")
     details = "items 1151293680 and 4983901480 for 7706410293 and 4953074738, paid with credit_card_9513926"
-    ep.say(f"I will exchange {details}. Have you listed all items, and do you confirm (yes/no)?", "Yes.")
-    write = ep.call(
+    proposal = ep.say(f"I will exchange {details}. Have you listed all items, and do you confirm (yes/no)?", "Yes.")
+    ep.call(
         "exchange_delivered_order_items", order_id="#W2378156", item_ids=["1151293680", "4983901480"],
         new_item_ids=["7706410293", "4953074738"], payment_method_id="credit_card_9513926",
     )
     ep.say("The exchange is requested. Anything else?", STOP)
-    return ep.build(), Expect(write, {write: "wrong_argument"})
+    return ep.build(), Expect(proposal, {proposal: "wrong_argument"})  # the wrong item was proposed: the error
+
+
+@case
+def retail_write_deviates_to_the_wrong_order():
+    ep = Script("retail", 66)
+    ep.user("Hi, please cancel my order with the luggage set, I no longer need it.")
+    ep.say("Could you give me your first name, last name and zip code?", "Aarav Lee, 85025.")
+    ep.call("find_user_id_by_name_zip", first_name="Aarav", last_name="Lee", zip="85025")
+    ep.call("get_user_details", user_id="aarav_lee_1982")
+    ep.call("get_order_details", order_id="#W3361211")
+    ep.call("get_order_details", order_id="#W3586556")
+    ep.say("I will cancel order #W3361211 with reason 'no longer needed'. Do you confirm (yes/no)?", "Yes.")
+    write = ep.call("cancel_pending_order", order_id="#W3586556", reason="no longer needed")
+    ep.say("Cancelled. Anything else?", STOP)
+    return ep.build(), Expect(write, {write: "wrong_argument"})  # the right order was proposed: the write erred
 
 
 # -- retail 40: Isabella Lopez pays order #W4923227 with her visa; must hear '60' and 'mastercard' ---------
@@ -247,10 +262,10 @@ def airline_access_before_auth():
 def airline_wrong_reservation_cancel():
     ep = _olivia()
     ep.call("get_reservation_details", reservation_id="K67C4W")
-    ep.say("I will cancel reservation K67C4W. Do you confirm (yes/no)?", "Yes.")
-    write = ep.call("cancel_reservation", reservation_id="K67C4W")
+    proposal = ep.say("I will cancel reservation K67C4W. Do you confirm (yes/no)?", "Yes.")
+    ep.call("cancel_reservation", reservation_id="K67C4W")
     ep.say("Cancelled. Anything else?", STOP)
-    return ep.build(), Expect(write, {write: "wrong_argument"})
+    return ep.build(), Expect(proposal, {proposal: "wrong_argument"})  # the error is where it was proposed
 
 
 # -- telehealth 1: David Martinez books a consultation with Dr. Garcia, 2025-09-22 14:00 --------------------
@@ -297,7 +312,20 @@ def telehealth_wrong_time():
     ep = _david()
     write = _david_schedule(ep, time="15:00")
     ep.say("Your appointment is booked. Anything else?", STOP)
-    return ep.build(), Expect(write, {write: "wrong_argument"})
+    proposal = write - 2  # the confirmation request proposed 15:00: the error was said there
+    return ep.build(), Expect(proposal, {proposal: "wrong_argument"})
+
+
+@case
+def telehealth_write_deviates_from_the_proposal():
+    ep = _david()
+    ep.say("Dr. Smith is not available then. I will book a consultation with Dr. Garcia on 2025-09-22 at 14:00. Confirm (yes/no)?", "Yes.")
+    write = ep.call(
+        "schedule_appointment", patient_id="david_martinez_5678", provider_id="dr_garcia_primary", date="2025-09-22",
+        time="15:00", appointment_type="consultation",
+    )
+    ep.say("Your appointment is booked. Anything else?", STOP)
+    return ep.build(), Expect(write, {write: "wrong_argument"})  # the proposal was right: the write brought the error
 
 
 @case

@@ -1,0 +1,22 @@
+"""What write tools do, in the words agents use: how a message, a request or a refusal names an act."""
+
+from __future__ import annotations
+
+_TOPICS = {  # a fragment of a tool name -> the words agents use for that act
+    "cancel": ("cancel",),
+    "return": ("return", "refund"),
+    "exchange": ("exchange",),
+    "modify": ("modify", "change", "update", "switch"),
+    "update": ("change", "update", "modify"),
+    "book": ("book", "reserv"),
+    "send_certificate": ("certificate", "compensat", "voucher"),
+    "baggage": ("bag",),
+    "passenger": ("passenger", "name"),
+    "address": ("address",),
+    "payment": ("payment", "pay"),
+}
+
+
+def topic_words(tool: str) -> tuple[str, ...]:
+    """The words agents use for what a write tool does (`cancel`, `refund`, `book`, ...)."""
+    return tuple(word for key, words in _TOPICS.items() if key in tool for word in words)

@@ -1,0 +1,209 @@
+"""Where an error was said: moving a replay finding to the agent turn that put the episode on its failing path.
+
+Replay locates the write that changed the wrong records, or the end of an episode that never made a needed
+change or never told a required answer. Real agents commit to the error earlier, in what they tell the user:
+
+- **a proposal that carries the error**: a wrong write (wrong values, or an act the gold solution never makes)
+  that the user confirmed was already in the agent's message the user said yes to, and in the messages that
+  offered it before, when they name the write's wrong values (or, for an act gold never makes, its target). The
+  error is the first of those messages. A write whose wrong values no message named is its own error;
+- **a refusal**: a needed change never made, after the agent had looked at the record it concerns and told the
+  user it cannot be done, and never tried it after (`wrong_refusal`);
+- **a wrong answer**: a required answer never told, where the agent answered the user's question with another
+  value, or refused to (`misread_observation` / `wrong_refusal`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from castdata.label.acts import topic_words
+from castdata.label.findings import Finding
+from castdata.label.rules import ask_to_confirm, is_confirmation
+from castdata.records import Action, Trajectory
+
+REFUSAL = re.compile(
+    r"\b(?:can ?not|can't|cannot|unable to|not able to|not possible|isn't possible|not eligible|ineligible|"
+    r"not allowed|isn't allowed|don't have (?:the )?(?:ability|access)|do not have (?:the )?(?:ability|access)|"
+    r"only (?:able|possible)|unfortunately|not permitted|won't be able)\b",
+    re.I,
+)
+QUESTION = re.compile(r"\?|\b(?:how (?:many|much)|total|balance|tell me|let me know|what (?:is|are|was|were))\b", re.I)
+_NUMBER = re.compile(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?(?![\w])")
+_TARGET_KEYS = ("order_id", "reservation_id", "user_id", "appointment_id", "patient_id")
+
+
+def _text(message: dict[str, Any]) -> str:
+    return message.get("content") or "" if message["role"] == "assistant" else ""
+
+
+def _agent_texts(messages: list[dict[str, Any]], before: int) -> list[int]:
+    """Indices of the agent's messages to the user before `before` (a turn with a tool call and text counts)."""
+    return [i for i in range(1, before) if messages[i]["role"] == "assistant" and messages[i].get("content")]
+
+
+def _mentions(text: str, token: str) -> bool:
+    return token in text or token.lstrip("#") in text
+
+
+def targets(action: Action) -> list[str]:
+    """The identifiers a write acts on (order, reservation, user ids): what a plan or an offer names."""
+    return [str(action.kwargs[key]) for key in _TARGET_KEYS if isinstance(action.kwargs.get(key), str)]
+
+
+def _strings(value: Any) -> list[str]:
+    """The string leaves of a value (ids, names, reasons, flight numbers)."""
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return [value] if isinstance(value, str) and len(value) >= 3 else []
+
+
+def wrong_tokens(action: Action, expected: Action | None) -> list[str]:
+    """What makes a write wrong, as a message would name it: its string values that differ from the expected write
+    of the same tool; for a write the gold solution has no counterpart of, its targets (the act itself is wrong)."""
+    if expected is None or expected.name != action.name:
+        return targets(action)
+    found = []
+    for key, value in action.kwargs.items():
+        if expected.kwargs.get(key) != value:
+            right = set(_strings(expected.kwargs.get(key)))
+            found += [text for text in _strings(value) if text not in right]
+    return list(dict.fromkeys(found))
+
+
+def said_first(messages: list[dict[str, Any]], step: int, tokens: list[str], topic: tuple[str, ...] | None = None) -> int:
+    """Where a write's error was first said: the first agent message of the unbroken run, ending with the latest
+    one before `step`, that names one of `tokens` (no earlier than the latest tool result naming one: what the
+    agent said rests on what it read). For a wrong act (`topic`: the words for what the write does), the latest
+    message must speak of that act, else the write went against what was proposed and is its own error; it is
+    the error even when it names no token. `step` itself when no message carries the error."""
+    floor = max((i for i in range(1, step) if messages[i]["role"] == "tool"
+                 and any(_mentions(messages[i]["content"] or "", token) for token in tokens)), default=0)
+    texts = [i for i in _agent_texts(messages, step) if i > floor]
+    if not texts:
+        return step
+    if topic and not any(word in messages[texts[-1]]["content"].lower() for word in topic):
+        return step
+    found = step
+    for index in reversed(texts):
+        if not any(_mentions(messages[index]["content"], token) for token in tokens):
+            break
+        found = index
+    return texts[-1] if found == step and topic else found
+
+
+def _confirmed_proposal(messages: list[dict[str, Any]], step: int) -> bool:
+    """Whether the latest user turn before `step` is a yes (to the agent's message before it)."""
+    return proposal_of(messages, step) is not None
+
+
+def proposal_of(messages: list[dict[str, Any]], step: int) -> int | None:
+    """The agent message whose yes led to the action at `step`: the latest agent message before the latest user
+    turn, when that turn is a yes; None otherwise."""
+    last_user = next((i for i in range(step - 1, 0, -1) if messages[i]["role"] == "user"), None)
+    if last_user is None:
+        return None
+    request = next((i for i in range(last_user - 1, 0, -1) if _text(messages[i])), None)
+    answer = messages[last_user].get("content") or ""
+    said = messages[request]["content"] if request is not None else None
+    return request if request is not None and is_confirmation(answer, said) else None
+
+
+def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int | None:
+    """The first agent message before `before`, after the user asked for what `action` does, that refuses it (names
+    its target or topic)."""
+    words = topic_words(action.name)
+    asked = next((i for i in range(1, before) if messages[i]["role"] == "user"
+                  and any(word in (messages[i]["content"] or "").lower() for word in words)), None)
+    own = targets(action)
+    looked = next((i for i in range(1, before) if messages[i]["role"] == "tool"
+                   and any(_mentions(messages[i]["content"] or "", token) for token in own)), None)
+    for index in _agent_texts(messages, before):
+        text = messages[index]["content"]
+        if asked is None or index < asked or not REFUSAL.search(text):
+            continue
+        if looked is None or index < looked or _tried_after(messages, index, before, action.name):
+            continue
+        lowered = text.lower()
+        if any(_mentions(text, token) for token in targets(action)) or any(word in lowered for word in words):
+            return index
+    return None
+
+
+def _tried_after(messages: list[dict[str, Any]], start: int, before: int, tool: str) -> bool:
+    """Whether the agent called `tool` between `start` and `before` (a refusal it went back on)."""
+    return any(name == tool for step, name in _calls(messages) if start < step < before)
+
+
+def _calls(messages: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    return [(i, m["tool_calls"][0]["function"]["name"]) for i, m in enumerate(messages)
+            if m["role"] == "assistant" and m.get("tool_calls")]
+
+
+def _number_kind(token: str) -> str:
+    return "decimal" if "." in token else "integer"
+
+
+def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tuple[int, str] | None:
+    """The agent's first reply to a user question that gives another value of the required output's kind, or refuses."""
+    kind = _number_kind(output) if _NUMBER.fullmatch(output.strip()) else None
+    for index in range(1, before):
+        message = messages[index]
+        if message["role"] != "user" or not QUESTION.search(message.get("content") or ""):
+            continue
+        reply = next((i for i in range(index + 1, before) if _text(messages[i]) or messages[i]["role"] == "user"), None)
+        if reply is None or messages[reply]["role"] == "user":
+            continue
+        text = messages[reply]["content"]
+        if output.lower() in text.lower().replace(",", ""):
+            continue
+        if REFUSAL.search(text):
+            return reply, "wrong_refusal"
+        numbers = [n.lstrip("$").replace(",", "") for n in _NUMBER.findall(text)]
+        if kind is not None and any(_number_kind(n) == kind for n in numbers):
+            return reply, "misread_observation"
+    return None
+
+
+def attribute(trajectory: Trajectory, findings: list[Finding]) -> list[Finding]:
+    """The replay's critical findings moved to where each error was said (rule findings are kept as they are)."""
+    messages = trajectory.messages
+    moved = []
+    for finding in findings:
+        if not finding.critical:
+            moved.append(finding)
+            continue
+        if finding.signal in ("replay.write_off_gold", "replay.write_missed_gold"):
+            action = _action_at(trajectory, finding.step)
+            if action is not None and _confirmed_proposal(messages, finding.step):
+                act_wrong = finding.expected is None or finding.expected.name != action.name
+                topic = topic_words(action.name) if act_wrong else None
+                step = said_first(messages, finding.step, wrong_tokens(action, finding.expected), topic)
+                if step != finding.step:
+                    expected = ask_to_confirm(finding.expected) if finding.expected is not None else None
+                    finding = Finding(step, "said.proposal", finding.category, "critical", expected, finding.expected,
+                                      action)
+        elif finding.signal == "replay.gold_write_missing" and finding.missing is not None:
+            gold = finding.missing
+            found = refusal(messages, finding.step, gold)
+            if found is not None:
+                finding = Finding(found, "said.refusal", "wrong_refusal", "critical")
+        elif finding.signal == "replay.output_missing":
+            answers = [wrong_answer(messages, finding.step, output) for output in trajectory.outcome.outputs_missing]
+            answers = [answer for answer in answers if answer is not None]
+            if answers:
+                step, category = min(answers)
+                finding = Finding(step, "said.answer", category, "critical")
+        moved.append(finding)
+    return moved
+
+
+def _action_at(trajectory: Trajectory, step: int) -> Action | None:
+    message = trajectory.messages[step]
+    if not message.get("tool_calls"):
+        return None
+    function = message["tool_calls"][0]["function"]
+    return Action(name=function["name"], kwargs=function["arguments"])
