@@ -28,6 +28,7 @@ from castdata.build.splits import SPLITS, split_of
 from castdata.build.writer import ConfigWriter
 from castdata.errors import InputError
 from castdata.label.policy import Clause
+from castdata.records import Trajectory
 
 MANIFEST = "castdata.json"
 DATASET_SCHEMA = "castdata.dataset/1"
@@ -82,6 +83,12 @@ def _staging(out: Path) -> Path:
     return staging
 
 
+def episode_fingerprint(trajectory: Trajectory) -> str:
+    """What makes two records the same episode: its key, the agent that played it and what was said."""
+    content = [trajectory.key, trajectory.agent.model_dump(mode="json"), trajectory.messages]
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def build_dataset(run_dirs: list[Path], out: Path, options: BuildOptions | None = None) -> dict:
     """Build every config from labelled runs into `out`; returns the manifest (also written as `castdata.json`)."""
     options = options or BuildOptions()
@@ -92,10 +99,17 @@ def build_dataset(run_dirs: list[Path], out: Path, options: BuildOptions | None 
     staging = _staging(out)
     writers = {config: ConfigWriter(staging, config, features, options.shard_rows) for config, features in CONFIGS.items()}
     models: dict[str, dict] = {}
+    seen: set[str] = set()  # the same episode in two runs (a copied or re-imported run) is built once
+    duplicates = 0
     for run_dir in run_dirs:
         contexts = _Contexts(run_dir)
         for episode in iter_episodes(run_dir):
             t = episode.trajectory
+            fingerprint = episode_fingerprint(t)
+            if fingerprint in seen:
+                duplicates += 1
+                continue
+            seen.add(fingerprint)
             for role, spec in (("agent", t.agent), ("user", t.user)):
                 models.setdefault(f"{role} {spec.model_dump_json()}", {"role": role, "model": spec.label, "spec": spec.model_dump(mode="json")})
             split = split_of(t.domain, t.split, t.task_id, options.validation_fraction)
@@ -109,6 +123,7 @@ def build_dataset(run_dirs: list[Path], out: Path, options: BuildOptions | None 
     plots.plot_pass_k(card_stats["pass_k"], staging / plots.PASS_K_PNG)
     plots.plot_categories(card_stats["labels"]["categories"], staging / plots.CATEGORIES_PNG)
     manifest = _manifest(staging, files, card_stats, options, run_dirs, run_manifests, list(models.values()))
+    manifest["duplicate_episodes"] = duplicates
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     (staging / CARD).write_text(render_card(manifest))
     if out.exists():
@@ -141,7 +156,8 @@ def _manifest(root: Path, files: stats.Files, card_stats: dict, options: BuildOp
         "runs": [
             {
                 "name": run_dir.name,
-                **{key: m.get(key) for key in ("config", "config_fingerprint", "versions", "counts")},
+                **{key: m.get(key) for key in ("config", "config_fingerprint", "versions", "counts", "import")},
+                "sources": [{k: src[k] for k in ("name", "sha256", "entries", "imported")} for src in m.get("sources", [])],
                 "label_stats": read_label_stats(run_dir),
             }
             for run_dir, m in zip(run_dirs, run_manifests)

@@ -76,6 +76,7 @@ CONFIGS: dict[str, Features] = {
             "interceptions": List(
                 {"step": INT, "attempt": INT, "proposed": Json(), "verdict": STRING, "critique": STRING, "revised": Json()}
             ),
+            "imported": Json(),  # where an imported episode came from, and whether it reproduces (null if collected)
             "started_at": FLOAT,
             "ended_at": FLOAT,
         }
@@ -105,6 +106,7 @@ CONFIGS: dict[str, Features] = {
             },
             "first_critical_error": BOOL,
             "after_first_error": BOOL,
+            "user_fault": BOOL,
             "extra": Json(),
         }
     ),

@@ -43,8 +43,11 @@ class Episode:
 
     @property
     def trainable(self) -> bool:
-        """Labelled, and not an infrastructure failure (those say nothing about the agent)."""
-        return self.labels is not None and self.trajectory.counts_for_pass_k
+        """Labelled, scorable (not an infrastructure failure, not an import that does not reproduce), and not a
+        failure the simulated user or the task caused: the others say nothing about the agent."""
+        if self.labels is None or not self.trajectory.counts_for_pass_k:
+            return False
+        return not any(label.user_fault for label in self.labels.values())
 
     def training_labels(self) -> list[Label]:
         """The labels that may train a verdict: none of a non-trainable episode, none after the first error."""

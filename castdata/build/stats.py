@@ -6,6 +6,8 @@ agent model per domain and benchmark split (from `trajectories`, infrastructure 
 
 from __future__ import annotations
 
+import json
+
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +25,12 @@ Files = dict[str, dict[str, list[Path]]]  # config -> split -> shards
 def _read(paths: list[Path], columns: list[str]) -> dict[str, list]:
     tables = [pq.read_table(path, columns=columns).to_pydict() for path in paths]
     return {column: [value for table in tables for value in table[column]] for column in columns}
+
+
+def _reproduced(imported: str | dict | None) -> bool:
+    """Whether an episode counts for pass^k by its `imported` column (JSON text; null for a collected episode)."""
+    mark = json.loads(imported) if isinstance(imported, str) else imported
+    return mark is None or bool(mark["reproduced"])
 
 
 def row_counts(files: Files) -> dict[str, dict[str, int]]:
@@ -50,7 +58,7 @@ def pass_k(files: Files) -> list[dict]:
     paths = [path for split_paths in files.get("trajectories", {}).values() for path in split_paths]
     if not paths:
         return []
-    data = _read(paths, ["domain", "benchmark_split", "agent_model", "task_id", "outcome"])
+    data = _read(paths, ["domain", "benchmark_split", "agent_model", "task_id", "outcome", "imported"])
     frame = pl.DataFrame(
         {
             "domain": data["domain"],
@@ -59,6 +67,10 @@ def pass_k(files: Files) -> list[dict]:
             "task_id": data["task_id"],
             "success": [outcome["reward"] == 1.0 for outcome in data["outcome"]],
             "termination": [outcome["termination_reason"] for outcome in data["outcome"]],
+            "counted": [
+                outcome["termination_reason"] != "infrastructure_error" and _reproduced(imported)
+                for outcome, imported in zip(data["outcome"], data["imported"])
+            ],
         }
     )
     found = []

@@ -5,12 +5,13 @@
   list (one yes covers the set of actions the request listed);
 - `rule.unconfirmed_details`: a confirmed write on another record (order, reservation) than the request named,
   where it named one of the same shape (the user said yes to another record);
-- `rule.before_auth`: a tool call that reads or writes data before an authentication tool succeeded (in a
-  domain without one, airline, before the user gave their user id)
-  (`calculate` and `think` touch no data);
+- `rule.before_auth`: a tool call that reads or writes data before an authentication tool succeeded
+  (`calculate` and `think` touch no data); a domain whose policy has no authentication step (airline: the agent
+  only obtains the user id) has no such rule;
 - `rule.multiple_tool_calls`, `rule.tool_call_with_text`: the protocol violations the episode loop recorded;
 - `rule.malformed_tool_call`, `rule.unknown_tool`, `rule.empty_reply`: unusable turns;
-- `rule.unneeded_transfer`: a transfer to a human when the gold solution has none (the task did not need one);
+- `rule.unneeded_transfer`: a transfer to a human when the gold solution has none (the task did not need one),
+  unless the user asked for a human after the agent had refused their request (the policy then allows it);
 - `rule.ungrounded_id`: a tool call with an identifier argument (order, item, user, product, reservation, payment
   id) that no user turn, tool result or the policy showed before: the agent guessed it (its own earlier
   messages are no source).
@@ -128,6 +129,19 @@ def ungrounded_ids(action: Action, seen: str) -> list[str]:
     return [value for value in _id_values(action.kwargs) if value not in seen and value.lstrip("#") not in seen]
 
 
+_HUMAN = re.compile(r"\b(human|real person|representative|supervisor|manager|transfer|someone else)\b", re.I)
+_REFUSED = re.compile(r"\b(can ?not|can't|cannot|unable|not able|not possible|not allowed|not eligible|unfortunately)\b", re.I)
+
+
+def _asked_for_human_after_refusal(messages: list[dict], step: int) -> bool:
+    """Whether the user's latest turn before `step` asks for a human, after an agent message that refused."""
+    last_user = next((i for i in range(step - 1, 0, -1) if messages[i]["role"] == "user"), None)
+    if last_user is None or not _HUMAN.search(messages[last_user].get("content") or ""):
+        return False
+    return any(messages[i]["role"] == "assistant" and _REFUSED.search(messages[i].get("content") or "")
+               for i in range(1, last_user))
+
+
 def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
     """Every policy rule violation of an episode, in step order."""
     findings: list[Finding] = []
@@ -146,9 +160,6 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             seen += "\n" + (message.get("content") or "")
             confirmed, request = is_confirmation(message.get("content") or "", said), said
             first_write = None
-            # a domain without a lookup tool (airline) only asks the agent to obtain the user id from the user
-            if not domain.catalog.auth_tools and trajectory.privileged.user_id in (message.get("content") or ""):
-                authenticated = True
             continue
         if message["role"] != "assistant":
             continue
@@ -168,7 +179,8 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
         if kind in ("read", "write") and ungrounded_ids(action, seen):
             findings.append(Finding(step, "rule.ungrounded_id", "ungrounded_claim", "minor"))
         ok = step + 1 < len(messages) and not str(messages[step + 1].get("content") or "").startswith("Error")
-        if kind in ("read", "write") and not authenticated and action.name not in domain.catalog.auth_tools | NO_DATA_TOOLS:
+        needs_auth = bool(domain.catalog.auth_tools) and not authenticated
+        if kind in ("read", "write") and needs_auth and action.name not in domain.catalog.auth_tools | NO_DATA_TOOLS:
             findings.append(Finding(step, "rule.before_auth", "auth_violation", "minor", ask_to_authenticate(domain)))
         if kind == "write":
             if not confirmed or (first_write is not None and not covered(action, request, first_write)):
@@ -176,7 +188,7 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             elif deviates(action, request):
                 findings.append(Finding(step, "rule.unconfirmed_details", "wrong_argument", "minor"))
             first_write = first_write or action
-        if kind == "transfer" and not gold_transfers:
+        if kind == "transfer" and not gold_transfers and not _asked_for_human_after_refusal(messages, step):
             findings.append(Finding(step, "rule.unneeded_transfer", "unnecessary_transfer", "minor"))
         authenticated = authenticated or (ok and action.name in domain.catalog.auth_tools)
     return findings

@@ -247,15 +247,15 @@ def airline_write_without_confirmation():
 
 
 @case
-def airline_access_before_auth():
+def airline_lookup_before_the_user_id_is_no_violation():
     ep = Script("airline", 1)
     ep.user("Hi, I need to cancel my trip from Newark to Houston and back, reservation Z7GOZK.")
-    early = ep.call("get_reservation_details", reservation_id="Z7GOZK")
+    ep.call("get_reservation_details", reservation_id="Z7GOZK")
     ep.say("Sure. What is your user id?", "olivia_gonzalez_2305")
     ep.call("get_user_details", user_id="olivia_gonzalez_2305")
     _olivia_cancel(ep)
     ep.say("Your reservation is cancelled. Anything else?", STOP)
-    return ep.build(), Expect(None, {early: "auth_violation"})
+    return ep.build(), Expect(None, {})  # airline's policy has no authentication step: nothing to flag
 
 
 @case
