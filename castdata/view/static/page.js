@@ -212,11 +212,12 @@
     for (const inner of target.querySelectorAll(".bubble details")) inner.open = true;
     const body = target.querySelector(".bubble .text");
     const at = quote ? body.textContent.indexOf(quote) : -1;
-    if (at >= 0) {
+    const mark = at >= 0 ? el("mark", { class: "cited" }, quote) : null;
+    if (mark) {
       const whole = body.textContent;
-      body.replaceChildren(whole.slice(0, at), el("mark", { class: "cited" }, quote), whole.slice(at + quote.length));
+      body.replaceChildren(whole.slice(0, at), mark, whole.slice(at + quote.length));
     }
-    target.scrollIntoView({ block: "center" });
+    (mark || target).scrollIntoView({ block: "center" });  // a mark deep in a long tool result scrolls its bubble too
   }
 
   function neighbours(key) {
