@@ -206,10 +206,9 @@ def view(
     path: Annotated[Path, typer.Argument(help="A run directory, or a dataset folder made by `castdata build`.")],
     out: Annotated[Path, typer.Option(help="The HTML file to write.")] = Path("view.html"),
     episode: Annotated[Optional[str], typer.Option(help="Only this episode id; the page opens on it.")] = None,
-    filter_: Annotated[
-        Optional[list[str]],
-        typer.Option("--filter", help="KEY=VALUE[,VALUE...] on domain, split, outcome, category, user_fault, source, termination, agent; repeatable."),
-    ] = None,
+    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help=(
+        "KEY=VALUE[,VALUE...], repeatable; keys: domain, split, outcome (success/failure), category, user_fault "
+        "(true/false), source, termination, agent."))] = None,
 ) -> None:
     """Write one self-contained HTML page: the index of episodes, and each episode with its verdicts."""
     from castdata.view import write_view

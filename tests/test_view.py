@@ -36,7 +36,8 @@ def _edit_jsonl(path: Path, edit) -> None:
 def run(tmp_path_factory) -> Path:
     """A labelled demo run (8 retail test episodes) with `<script>` planted in a message, a model name and a
     rationale, and episode-level `user_fault`/`source` fields on one episode's labels."""
-    root = labelled_run(tmp_path_factory.mktemp("view") / "run", split="test", tasks="0-3", trials=2, domains=["retail"])
+    folder = tmp_path_factory.mktemp("view") / "run"
+    root = labelled_run(folder, split="test", tasks="0-3", trials=2, domains=["retail"])
 
     def plant_trajectory(record):
         if record["id"] == PLANTED_EPISODE:
@@ -85,7 +86,8 @@ def test_planted_markup_never_reaches_the_html_raw(page):
 
 def test_filters_and_one_episode(run, tmp_path):
     out = tmp_path / "failed.html"
-    assert write_view(run, out, filters=["outcome=failure", "category=wrong_argument,missed_required_action"])["episodes"] == 2
+    written = write_view(run, out, filters=["outcome=failure", "category=wrong_argument,missed_required_action"])
+    assert written["episodes"] == 2
     assert [row["id"] for row in embedded_index(out.read_text())["rows"]] == [FAILED, FLAGGED]
     write_view(run, out, filters=["user_fault=true"])
     assert [row["id"] for row in embedded_index(out.read_text())["rows"]] == [FLAGGED]

@@ -28,10 +28,12 @@ def write_view(path: Path, out: Path, episode: str | None = None, filters: Itera
         if (episode is None or episode in (row["id"], row["key"])) and matches(row, wanted):
             page.add(row, page_record(found))
     if episode is not None and not page.rows:
-        raise UnknownEpisode(f"--episode {episode}: no such episode in {path}" + (" (with these filters)" if wanted else ""))
+        passing = " that passes --filter" if wanted else ""
+        raise UnknownEpisode(f"--episode {episode}: no such episode in {path}{passing}")
     if not page.rows and wanted:
         raise InputError(f"--filter {' '.join(filters)}: no episode of {path} passes")
-    html = page.render(f"castdata view: {path.name}", str(path), opened=page.rows[0]["key"] if episode is not None else None)
+    opened = page.rows[0]["key"] if episode is not None else None
+    html = page.render(f"castdata view: {path.name}", str(path), opened)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
     return {"out": str(out), "episodes": len(page.rows), "bytes": len(html.encode("utf-8"))}

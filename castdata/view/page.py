@@ -46,7 +46,7 @@ class Page:
         self._pending: dict[str, dict[str, Any]] = {}
 
     def add(self, row: dict[str, Any], record: dict[str, Any]) -> None:
-        """Add one episode: its index row (with its unique `key`) and its page record (packed into the current block)."""
+        """Add one episode: its index row (with its unique `key`) and its page record (packed in the current block)."""
         self.rows.append({**row, "chunk": len(self.chunks)})
         self._pending[row["key"]] = record
         if len(self._pending) >= CHUNK_EPISODES:
@@ -67,5 +67,6 @@ class Page:
         index = {"rows": self.rows, "opened": opened, "page_rows": PAGE_ROWS, "chunk_episodes": CHUNK_EPISODES}
         return template.render(
             title=title, source=source, episodes=len(self.rows), index_json=script_json(index), chunks=self.chunks,
-            css=Markup(css), js=Markup(js), csp=f"default-src 'none'; style-src {_csp_hash(css)}; script-src {_csp_hash(js)}",
+            css=Markup(css), js=Markup(js),
+            csp=f"default-src 'none'; style-src {_csp_hash(css)}; script-src {_csp_hash(js)}",
         )

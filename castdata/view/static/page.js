@@ -16,9 +16,12 @@
     uncertain: "uncertain", after: "after first error",
   };
   const ROLES = { system: "system prompt (the policy)", user: "user", agent: "agent", call: "agent \u00b7 tool call" };
+  const DOT = " \u00b7 ";
+  const FIRST = "\u2691 first critical error";
   const state = { filters: {}, search: "", sort: null, descending: false, page: 0 };
   const blocks = new Map();
   const app = document.getElementById("app");
+  let opening = 0;
   document.getElementById("page-rows").textContent = INDEX.page_rows;
   document.getElementById("chunk-episodes").textContent = INDEX.chunk_episodes;
 
@@ -29,8 +32,9 @@
       if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
       else node.setAttribute(name, value === true ? "" : String(value));
     }
-    for (const child of children.flat()) {
-      if (child !== null && child !== undefined && child !== false) node.append(child instanceof Node ? child : String(child));
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : String(child));
     }
     return node;
   }
@@ -41,12 +45,15 @@
   const messageId = (key, step) => "m-" + key + "-" + step;
 
   // ---- the index -------------------------------------------------------------------------------------------
+  function passes(row, search) {
+    if (search && !row.key.toLowerCase().includes(search)) return false;
+    const wanted = Object.entries(state.filters).filter(([, value]) => value);
+    return wanted.every(([facet, value]) => facetValues(row, facet).includes(value));
+  }
+
   function visibleRows() {
     const search = state.search.toLowerCase();
-    const rows = ROWS.filter((row) => {
-      if (search && !row.key.toLowerCase().includes(search)) return false;
-      return Object.entries(state.filters).every(([facet, wanted]) => !wanted || facetValues(row, facet).includes(wanted));
-    });
+    const rows = ROWS.filter((row) => passes(row, search));
     if (state.sort) {
       const key = state.sort;
       const sign = state.descending ? -1 : 1;
@@ -59,15 +66,48 @@
     return rows;
   }
 
+  function rerender(change) {
+    return (event) => {
+      change(event);
+      showIndex();
+    };
+  }
+
   function facetMenu(facet) {
     const values = [...new Set(ROWS.flatMap((row) => facetValues(row, facet)))].sort();
-    const select = el("select", { "data-facet": facet, onchange: (event) => {
+    const choose = rerender((event) => {
       state.filters[facet] = event.target.value;
       state.page = 0;
-      showIndex();
-    } }, el("option", { value: "" }, "all"), values.map((value) => el("option", { value }, value === "" ? "(none)" : value)));
+    });
+    const select = el("select", { "data-facet": facet, onchange: choose }, el("option", { value: "" }, "all"),
+      values.map((value) => el("option", { value }, value === "" ? "(none)" : value)));
     select.value = state.filters[facet] || "";
     return el("label", { class: "facet" }, facet.replace("_", " "), " ", select);
+  }
+
+  function searchBox() {
+    return el("input", { type: "search", placeholder: "episode id", value: state.search, oninput: (event) => {
+      state.search = event.target.value;
+      state.page = 0;
+      showIndex();
+      const box = app.querySelector("input[type=search]");
+      box.focus();
+      box.setSelectionRange(box.value.length, box.value.length);
+    } });
+  }
+
+  function headerCell([key, title]) {
+    const sorted = state.sort === key ? (state.descending ? "sorted down" : "sorted up") : null;
+    return el("th", { class: sorted, onclick: rerender(() => {
+      state.descending = state.sort === key ? !state.descending : false;
+      state.sort = key;
+    }) }, title);
+  }
+
+  function indexRow(row) {
+    return el("tr", { class: row.outcome === "success" ? "ok" : "failed", "data-key": row.key },
+      COLUMNS.map(([key]) => el("td", { class: "c-" + key },
+        key === "key" ? el("a", { href: episodeHash(row.key) }, row.key) : text(row[key]))));
   }
 
   function showIndex() {
@@ -77,34 +117,18 @@
     state.page = Math.min(state.page, pages - 1);
     const first = state.page * size;
     const shown = rows.slice(first, first + size);
-    const search = el("input", { type: "search", placeholder: "episode id", value: state.search, oninput: (event) => {
-      state.search = event.target.value;
-      state.page = 0;
-      showIndex();
-      const box = app.querySelector("input[type=search]");
-      box.focus();
-      box.setSelectionRange(box.value.length, box.value.length);
-    } });
-    const header = el("tr", {}, COLUMNS.map(([key, title]) => el("th", {
-      class: state.sort === key ? (state.descending ? "sorted down" : "sorted up") : null,
-      onclick: () => {
-        state.descending = state.sort === key ? !state.descending : false;
-        state.sort = key;
-        showIndex();
-      },
-    }, title)));
-    const body = shown.map((row) => el("tr", { class: row.outcome === "success" ? "ok" : "failed", "data-key": row.key },
-      COLUMNS.map(([key]) => el("td", { class: "c-" + key },
-        key === "key" ? el("a", { href: episodeHash(row.key) }, row.key) : text(row[key])))));
+    const counts = `page ${state.page + 1} of ${pages}${DOT}episodes ${rows.length ? first + 1 : 0}\u2013`
+      + `${first + shown.length} of ${rows.length}` + (rows.length === ROWS.length ? "" : ` (${ROWS.length} in all)`);
     const pager = el("div", { class: "pager" },
-      el("button", { disabled: state.page === 0, onclick: () => { state.page -= 1; showIndex(); } }, "\u2039 previous"),
-      ` page ${state.page + 1} of ${pages} \u00b7 episodes ${rows.length ? first + 1 : 0}\u2013${first + shown.length}`
-        + ` of ${rows.length}` + (rows.length === ROWS.length ? "" : ` (${ROWS.length} in all)`) + " ",
-      el("button", { disabled: state.page >= pages - 1, onclick: () => { state.page += 1; showIndex(); } }, "next \u203a"));
+      el("button", { disabled: state.page === 0, onclick: rerender(() => { state.page -= 1; }) }, "\u2039 previous"),
+      " ", counts, " ",
+      el("button", { disabled: state.page >= pages - 1, onclick: rerender(() => { state.page += 1; }) },
+        "next \u203a"));
     app.replaceChildren(
-      el("div", { class: "filters" }, FACETS.map(facetMenu), search),
+      el("div", { class: "filters" }, FACETS.map(facetMenu), searchBox()),
       pager,
-      el("table", { class: "index" }, el("thead", {}, header), el("tbody", {}, body)),
+      el("table", { class: "index" }, el("thead", {}, el("tr", {}, COLUMNS.map(headerCell))),
+        el("tbody", {}, shown.map(indexRow))),
     );
     document.title = document.querySelector(".home").textContent;
   }
@@ -123,11 +147,18 @@
   }
 
   function fact(name, value) {
-    return value === null || value === undefined || value === "" ? null : [el("dt", {}, name), el("dd", {}, text(value))];
+    if (value === null || value === undefined || value === "") return null;
+    return [el("dt", {}, name), el("dd", {}, text(value))];
   }
 
   function stepLink(key, step, title) {
     return el("a", { href: "#" + messageId(key, step), class: "step-link", "data-step": step }, title);
+  }
+
+  function mistake(row, m) {
+    return el("li", {}, stepLink(row.key, m.step, "#" + m.step), " ", el("b", {}, m.kind),
+      DOT + (m.outcome_breaking ? "breaks the outcome" : "harmless to the outcome"),
+      m.intercepted ? DOT + "intercepted by the critic" : null, m.detail ? DOT + m.detail : null);
   }
 
   function privilegedBlock(row, record) {
@@ -136,12 +167,11 @@
       el("h2", {}, "What the agent never saw"),
       el("dl", {}, fact("user id", p.user_id), fact("required outputs", p.required_outputs.join(", ") || "none")),
       el("h3", {}, "Hidden instruction (the user's goal)"), el("p", { class: "text" }, p.instruction),
-      el("h3", {}, "Gold actions"), el("ol", { class: "gold" }, p.gold_actions.map((action) => el("li", {}, el("code", {}, action)))),
+      el("h3", {}, "Gold actions"),
+      el("ol", { class: "gold" }, p.gold_actions.map((action) => el("li", {}, el("code", {}, action)))),
       p.injected_mistakes.length ? [
         el("h3", {}, "Injected mistakes (scripted agent)"),
-        el("ul", {}, p.injected_mistakes.map((m) => el("li", {}, stepLink(row.key, m.step, "#" + m.step), " ", el("b", {}, m.kind),
-          m.outcome_breaking ? " \u00b7 breaks the outcome" : " \u00b7 harmless to the outcome",
-          m.intercepted ? " \u00b7 intercepted by the critic" : "", m.detail ? " \u00b7 " + m.detail : ""))),
+        el("ul", {}, p.injected_mistakes.map((m) => mistake(row, m))),
       ] : null);
   }
 
@@ -149,56 +179,74 @@
     return el("span", { class: "badge b-" + kind }, BADGES[kind]);
   }
 
+  function evidenceItem(row, item) {
+    const where = item.step === null ? el("span", { class: "source" }, item.source)
+      : el("a", { href: "#" + messageId(row.key, item.step), class: "evidence-link", "data-step": item.step,
+        "data-quote": item.quote }, `#${item.step} (${item.source})`);
+    return el("li", {}, where, " ", el("q", {}, item.quote));
+  }
+
+  function rationale(row, label) {
+    const r = label.rationale;
+    const parts = [el("dl", { class: "rationale" },
+      fact("observed", r.observed), fact("required", r.required), fact("assessment", r.assessment))];
+    if (label.policy_refs.length) {
+      parts.push(el("h4", {}, "Policy clauses"), el("ul", {}, label.policy_refs.map((ref) =>
+        el("li", {}, el("code", {}, ref.clause_id), " ", el("q", {}, ref.quote)))));
+    }
+    if (label.evidence.length) {
+      const items = label.evidence.map((item) => evidenceItem(row, item));
+      parts.push(el("h4", {}, "Evidence"), el("ul", { class: "evidence" }, items));
+    }
+    if (label.expected !== null) {
+      parts.push(el("h4", {}, "Expected action"), el("pre", { class: "text" }, label.expected));
+    }
+    const source = [`label: ${label.method}` + (label.teacher ? ` (${label.teacher})` : "")];
+    if (label.signals.length) source.push("signals: " + label.signals.join(", "));
+    if (label.mc) source.push(`Monte-Carlo success ${label.mc[0]} \u2192 ${label.mc[1]}`);
+    parts.push(el("p", { class: "label-source" }, source.join(DOT)));
+    return parts;
+  }
+
+  function interception(i) {
+    return el("div", { class: "interception" },
+      el("h4", {}, `Interception (attempt ${i.attempt}): the critic said ${i.verdict}`),
+      el("h5", {}, "Proposed"), el("pre", { class: "text" }, i.proposed),
+      el("h5", {}, "Critique"), el("p", { class: "text" }, i.critique),
+      el("h5", {}, "Revised"),
+      i.revised === null ? el("p", {}, "none: the proposal executed as it was")
+        : el("pre", { class: "text" }, i.revised));
+  }
+
   function labelBlock(row, label, interceptions) {
-    const parts = [];
-    if (label) {
-      const r = label.rationale;
-      parts.push(el("dl", { class: "rationale" }, fact("observed", r.observed), fact("required", r.required), fact("assessment", r.assessment)));
-      if (label.policy_refs.length) {
-        parts.push(el("h4", {}, "Policy clauses"), el("ul", {}, label.policy_refs.map((ref) =>
-          el("li", {}, el("code", {}, ref.clause_id), " ", el("q", {}, ref.quote)))));
-      }
-      if (label.evidence.length) {
-        parts.push(el("h4", {}, "Evidence"), el("ul", { class: "evidence" }, label.evidence.map((item) => el("li", {},
-          item.step === null ? el("span", { class: "source" }, item.source)
-            : el("a", { href: "#" + messageId(row.key, item.step), class: "evidence-link", "data-step": item.step, "data-quote": item.quote },
-              `#${item.step} (${item.source})`),
-          " ", el("q", {}, item.quote)))));
-      }
-      if (label.expected !== null) parts.push(el("h4", {}, "Expected action"), el("pre", { class: "text" }, label.expected));
-      const mc = label.mc ? ` \u00b7 Monte-Carlo success ${label.mc[0]} \u2192 ${label.mc[1]}` : "";
-      parts.push(el("p", { class: "label-source" }, `label: ${label.method}` + (label.teacher ? ` (${label.teacher})` : "")
-        + (label.signals.length ? " \u00b7 signals: " + label.signals.join(", ") : "") + mc));
-    }
-    for (const i of interceptions) {
-      parts.push(el("div", { class: "interception" }, el("h4", {}, `Interception (attempt ${i.attempt}): the critic said ${i.verdict}`),
-        el("h5", {}, "Proposed"), el("pre", { class: "text" }, i.proposed),
-        el("h5", {}, "Critique"), el("p", { class: "text" }, i.critique),
-        el("h5", {}, "Revised"), i.revised === null ? el("p", {}, "none: the proposal executed as it was") : el("pre", { class: "text" }, i.revised)));
-    }
+    const under = label && label.badge === "after"
+      ? el("span", { class: "under" }, label.verdict + (label.severity !== "none" ? DOT + label.severity : "")) : null;
     const summary = el("summary", {},
-      label ? badge(label.badge) : el("span", { class: "badge b-none" }, "unlabelled"),
-      label && label.badge === "after" ? el("span", { class: "under" }, label.verdict + (label.severity !== "none" ? " \u00b7 " + label.severity : "")) : null,
-      label && label.first ? el("span", { class: "first-mark" }, "\u2691 first critical error") : null,
+      label ? badge(label.badge) : el("span", { class: "badge b-none" }, "unlabelled"), under,
+      label && label.first ? el("span", { class: "first-mark" }, FIRST) : null,
       label ? label.categories.map((c) => el("span", { class: "category" }, c)) : null,
       interceptions.length ? el("span", { class: "category" }, `intercepted \u00d7${interceptions.length}`) : null);
-    return el("details", { class: "label", open: Boolean(label && label.first) }, summary, el("div", { class: "why" }, parts));
+    const parts = [label ? rationale(row, label) : null, interceptions.map(interception)];
+    const open = Boolean(label && label.first);
+    return el("details", { class: "label", open }, summary, el("div", { class: "why" }, parts));
   }
 
   function messageBlock(row, record, step) {
     const message = record.messages[step];
     const label = record.labels[step];
     const interceptions = record.interceptions.filter((i) => i.step === step);
-    const role = message.kind === "result" ? "tool result \u00b7 " + message.name : ROLES[message.kind] || message.kind;
+    const role = message.kind === "result" ? "tool result" + DOT + message.name : ROLES[message.kind] || message.kind;
     const body = el("div", { class: "text" }, message.text);
     const classes = ["msg", "k-" + message.kind];
     if (label) classes.push("v-" + label.badge);
     if (label && label.first) classes.push("first-error");
+    const bubble = message.kind === "system"
+      ? el("details", { class: "bubble" }, el("summary", {}, `${message.text.length} characters`), body)
+      : el("div", { class: "bubble" }, body);
     return el("div", { class: classes.join(" "), id: messageId(row.key, step), "data-step": step },
       el("div", { class: "head" }, stepLink(row.key, step, "#" + step), " ", role,
         message.violation ? el("span", { class: "violation" }, message.violation) : null),
-      message.kind === "system" ? el("details", { class: "bubble" }, el("summary", {}, `${message.text.length} characters`), body)
-        : el("div", { class: "bubble" }, body),
+      bubble,
       label || interceptions.length ? labelBlock(row, label, interceptions) : null);
   }
 
@@ -208,8 +256,7 @@
     const target = document.getElementById(messageId(key, step));
     if (!target) return;
     target.classList.add("target");
-    for (let node = target; node; node = node.parentElement) if (node.tagName === "DETAILS") node.open = true;
-    for (const inner of target.querySelectorAll(".bubble details")) inner.open = true;
+    for (const folded of target.querySelectorAll("details.bubble")) folded.open = true;
     const body = target.querySelector(".bubble .text");
     const at = quote ? body.textContent.indexOf(quote) : -1;
     const mark = at >= 0 ? el("mark", { class: "cited" }, quote) : null;
@@ -226,35 +273,47 @@
     return [at > 0 ? rows[at - 1] : null, at >= 0 && at < rows.length - 1 ? rows[at + 1] : null];
   }
 
+  function episodeNav(row, record) {
+    const [previous, next] = neighbours(row.key);
+    const firstError = Object.keys(record.labels).find((s) => record.labels[s].first);
+    return el("nav", { class: "episode-nav" }, el("a", { href: "#" }, "\u2190 index"),
+      previous ? el("a", { href: episodeHash(previous.key) }, "\u2039 " + previous.key) : null,
+      next ? el("a", { href: episodeHash(next.key) }, next.key + " \u203a") : null,
+      firstError !== undefined ? stepLink(row.key, Number(firstError), `${FIRST} (#${firstError})`) : null);
+  }
+
+  function facts(row, record) {
+    const o = record.outcome;
+    return el("dl", { class: "facts" },
+      fact("domain", row.domain), fact("split", row.split), fact("task", row.task), fact("trial", row.trial),
+      fact("agent", row.agent), fact("user", record.user), fact("reward", row.reward),
+      fact("termination", row.termination),
+      fact("db match", o.db_match), fact("outputs missing", o.outputs_missing.join(", ")), fact("error", o.error),
+      fact("invalid labels", row.labelled ? row.invalid : "not labelled"), fact("source", row.source),
+      fact("user fault", row.user_fault), fact("run", row.run), fact("dataset split", row.dataset_split),
+      fact("seed", record.seed));
+  }
+
   async function showEpisode(key, step) {
     const row = BY_KEY.get(key);
     if (!row) {
-      app.replaceChildren(el("p", { class: "note" }, "No episode " + key + " in this page. "), el("a", { href: "#" }, "back to the index"));
+      delete app.dataset.episode;
+      app.replaceChildren(el("p", { class: "note" }, `No episode ${key} in this page. `,
+        el("a", { href: "#" }, "Index")));
       return;
     }
     if (app.dataset.episode !== key) {
-      app.replaceChildren(el("p", { class: "note" }, "Opening " + key + "\u2026"));
+      const ticket = ++opening;
+      app.replaceChildren(el("p", { class: "note" }, `Opening ${key}\u2026`));
       const record = await episodeRecord(row);
-      const [previous, next] = neighbours(key);
-      const firstError = Object.keys(record.labels).find((s) => record.labels[s].first);
-      const o = record.outcome;
-      app.replaceChildren(
-        el("nav", { class: "episode-nav" }, el("a", { href: "#" }, "\u2190 index"),
-          previous ? el("a", { href: episodeHash(previous.key) }, "\u2039 " + previous.key) : null,
-          next ? el("a", { href: episodeHash(next.key) }, next.key + " \u203a") : null,
-          firstError !== undefined ? stepLink(row.key, Number(firstError), "\u2691 first critical error (#" + firstError + ")") : null),
-        el("h1", { class: row.outcome }, row.key),
-        el("dl", { class: "facts" }, fact("domain", row.domain), fact("split", row.split), fact("task", row.task), fact("trial", row.trial),
-          fact("agent", row.agent), fact("user", record.user), fact("reward", row.reward), fact("termination", row.termination),
-          fact("db match", o.db_match), fact("outputs missing", o.outputs_missing.join(", ")), fact("error", o.error),
-          fact("invalid labels", row.labelled ? row.invalid : "not labelled"), fact("source", row.source), fact("user fault", row.user_fault),
-          fact("run", row.run), fact("dataset split", row.dataset_split), fact("seed", record.seed)),
+      if (ticket !== opening) return;  // another episode was asked for meanwhile
+      const conversation = record.messages.map((_, s) => messageBlock(row, record, s));
+      app.replaceChildren(episodeNav(row, record), el("h1", { class: row.outcome }, row.key), facts(row, record),
         el("div", { class: "episode-body" },
-          el("section", { class: "conversation" }, el("h2", {}, "Conversation"), record.messages.map((_, s) => messageBlock(row, record, s))),
-          privilegedBlock(row, record)),
-      );
+          el("section", { class: "conversation" }, el("h2", {}, "Conversation"), conversation),
+          privilegedBlock(row, record)));
       app.dataset.episode = key;
-      document.title = key + " \u00b7 " + document.querySelector(".home").textContent;
+      document.title = key + DOT + document.querySelector(".home").textContent;
       window.scrollTo(0, 0);
     }
     if (step !== undefined) highlight(key, step, null);
@@ -265,6 +324,7 @@
     if (hash.startsWith("episode=")) return showEpisode(hash.slice("episode=".length));
     const message = /^m-(.+)-(\d+)$/.exec(hash);
     if (message) return showEpisode(message[1], Number(message[2]));
+    opening += 1;
     delete app.dataset.episode;
     return showIndex();
   }
