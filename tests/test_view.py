@@ -23,6 +23,7 @@ PLANTED = "<script>window.__planted = 'message'</script><img src=x onerror=\"win
 PLANTED_MODEL = "noisy</script><script>window.__planted = 'index'</script>"
 PLANTED_RATIONALE = "</script><b onmouseover=\"window.__planted = 'label'\">bold?</b>"
 PLANTED_EPISODE = "retail.test.0.0"
+CRITIQUE = "The item ids are not the ones the user confirmed."
 FAILED = "retail.test.2.1"  # this fixture's episode with a first critical error (fixed seed: deterministic)
 FLAGGED = "retail.test.3.0"  # labels carry user_fault and source, as an importer's records will
 
@@ -35,7 +36,8 @@ def _edit_jsonl(path: Path, edit) -> None:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
     """A labelled demo run (8 retail test episodes) with `<script>` planted in a message, a model name and a
-    rationale, and episode-level `user_fault`/`source` fields on one episode's labels."""
+    rationale, a critic's interception of the first critical error (as `castdata eval` records them), and
+    episode-level `user_fault`/`source` fields on one episode's labels."""
     folder = tmp_path_factory.mktemp("view") / "run"
     root = labelled_run(folder, split="test", tasks="0-3", trials=2, domains=["retail"])
 
@@ -43,6 +45,10 @@ def run(tmp_path_factory) -> Path:
         if record["id"] == PLANTED_EPISODE:
             record["messages"][1]["content"] = PLANTED
             record["agent"]["model"] = PLANTED_MODEL
+        if record["id"] == FAILED:
+            proposed = record["messages"][28]
+            record["interceptions"] = [{"step": 28, "attempt": 1, "proposed": proposed, "verdict": "invalid",
+                                        "critique": CRITIQUE, "revised": None}]
 
     def plant_label(record):
         if record["trajectory_id"] == FAILED and record["first_critical_error"]:
@@ -185,6 +191,9 @@ def test_browser_episode_shows_its_first_critical_error_and_evidence_scrolls(pag
     assert PLANTED_RATIONALE in first.locator(".rationale").inner_text()  # rendered as text
     assert "Expected action".upper() in first.locator(".why").inner_text().upper()
     assert "never saw" in tab.locator(".privileged").inner_text()
+    assert tab.locator(f"[id='m-{FAILED}-30'] .badge").inner_text() == "after first error"
+    interception = first.locator(".interception").inner_text()
+    assert CRITIQUE in interception and "return_delivered_order_items(" in interception
 
     link = first.locator("a.evidence-link").first
     cited_step, quote = link.get_attribute("data-step"), link.get_attribute("data-quote")
