@@ -59,27 +59,37 @@ def open_in_chromium(page: Path, first: str, last: str) -> dict[str, float]:
     return timings
 
 
+def ensure_labelled(run_dir: Path, episodes: int) -> None:
+    """Collect and label `episodes` scripted episodes into `run_dir`, unless it holds labels already."""
+    if (run_dir / "labels").is_dir():
+        return
+    from castdata.label.run import label_run
+
+    print(f"collected in {collect_run(run_dir, episodes):.1f} s")
+    start = time.perf_counter()
+    label_run(run_dir)
+    print(f"labelled in {time.perf_counter() - start:.1f} s")
+
+
+def write_page(run_dir: Path, page: Path) -> dict:
+    """Write the page in a fresh process; what it wrote, its times and its peak memory."""
+    done = subprocess.run([sys.executable, "-c", CHILD, str(run_dir), str(page)], capture_output=True, text=True,
+                          check=True, timeout=1800)
+    return json.loads(done.stdout)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=10_000)
     parser.add_argument("--run-dir", type=Path, help="collect and label here (reused when it already holds labels)")
     args = parser.parse_args()
-
     with tempfile.TemporaryDirectory() as tmp:
-        run_dir = args.run_dir or Path(tmp) / "run"
-        if not (run_dir / "labels").is_dir():
-            from castdata.label.run import label_run
-
-            print(f"collected in {collect_run(run_dir, args.episodes):.1f} s")
-            start = time.perf_counter()
-            label_run(run_dir)
-            print(f"labelled in {time.perf_counter() - start:.1f} s")
-        page = Path(tmp) / "view.html"
-        done = subprocess.run([sys.executable, "-c", CHILD, str(run_dir), str(page)], capture_output=True, text=True,
-                              check=True, timeout=1800)
-        result = json.loads(done.stdout)
-        runs = sum(p.stat().st_size for folder in ("trajectories", "labels") for p in (run_dir / folder).glob("*.jsonl"))
-        print(f"episodes: {result['episodes']} ({runs / 2**20:.0f} MiB of trajectories and labels)")
+        run_dir, page = args.run_dir or Path(tmp) / "run", Path(tmp) / "view.html"
+        ensure_labelled(run_dir, args.episodes)
+        result = write_page(run_dir, page)
+        records = [p for folder in ("trajectories", "labels") for p in (run_dir / folder).glob("*.jsonl")]
+        size = sum(p.stat().st_size for p in records) / 2**20
+        print(f"episodes: {result['episodes']} ({size:.0f} MiB of trajectories and labels)")
         print(f"page: {result['bytes'] / 2**20:.1f} MiB, written in {result['seconds']:.1f} s wall, "
               f"{result['cpu_s']:.1f} s CPU, peak RSS {result['peak_rss_mib']:.0f} MiB")
         if not CHROMIUM.exists():

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from castdata.build.dataset import MANIFEST as DATASET_MANIFEST
 from castdata.build.source import Episode, iter_episodes
 from castdata.errors import InputError
 from castdata.label.schema import Label
@@ -41,6 +40,8 @@ def read_episodes(path: Path) -> Iterator[tuple[Episode, str | None]]:
     path = Path(path)
     if (path / RUN_MANIFEST).is_file():
         return ((episode, None) for episode in iter_episodes(path))
+    from castdata.build.dataset import MANIFEST as DATASET_MANIFEST  # imports datasets and polars: only here
+
     if (path / DATASET_MANIFEST).is_file():
         import castdata
         from castdata.critic.eval_critic import labelled_episodes
