@@ -157,12 +157,13 @@ def browser():
 
 @pytest.fixture
 def tab(browser):
-    """A fresh tab that records script errors, dialogs and every request it makes."""
+    """A fresh tab that records script and console errors, dialogs and every request it makes."""
     context = browser.new_context(viewport={"width": 1280, "height": 640})
     tab = context.new_page()
     tab.set_default_timeout(15_000)
     tab.errors, tab.requests = [], []
     tab.on("pageerror", lambda error: tab.errors.append(str(error)))
+    tab.on("console", lambda message: message.type == "error" and tab.errors.append(message.text))  # CSP refusals too
     tab.on("dialog", lambda dialog: (tab.errors.append(f"dialog: {dialog.message}"), dialog.dismiss()))
     tab.on("request", lambda request: tab.requests.append(request.url))
     yield tab

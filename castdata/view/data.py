@@ -46,9 +46,10 @@ def read_episodes(path: Path) -> Iterator[tuple[Episode, str | None]]:
         import castdata
         from castdata.critic.eval_critic import labelled_episodes
 
-        splits = list(castdata.load(str(path), "trajectories"))
+        splits = list(castdata.load(str(path), "trajectories"))  # the splits the folder has
         return ((episode, split) for split in splits for episode in labelled_episodes(path, split))
-    raise InputError(f"{path}: neither a run directory (no {RUN_MANIFEST}) nor a dataset folder ({DATASET_MANIFEST})")
+    raise InputError(
+        f"{path}: neither a run directory (no {RUN_MANIFEST}) nor a dataset folder (no {DATASET_MANIFEST})")
 
 
 def parse_filters(specs: Iterable[str]) -> dict[str, set[str]]:
