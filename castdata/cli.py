@@ -200,6 +200,23 @@ def eval_critic(
     _show(result, as_json, print_metrics)
 
 
+@app.command()
+@_user_errors
+def view(
+    path: Annotated[Path, typer.Argument(help="A run directory, or a dataset folder made by `castdata build`.")],
+    out: Annotated[Path, typer.Option(help="The HTML file to write.")] = Path("view.html"),
+    episode: Annotated[Optional[str], typer.Option(help="Only this episode id; the page opens on it.")] = None,
+    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help=(
+        "KEY=VALUE[,VALUE...], repeatable; keys: domain, split, outcome (success/failure), category, user_fault "
+        "(true/false), source, termination, agent."))] = None,
+) -> None:
+    """Write one self-contained HTML page: the index of episodes, and each episode with its verdicts."""
+    from castdata.view import write_view
+
+    written = write_view(path, out, episode, filter_ or [])
+    typer.echo(f"wrote {written['out']}: {written['episodes']} episodes, {written['bytes'] / 2**20:.1f} MiB")
+
+
 import_app = typer.Typer(no_args_is_help=True, help="Import result files of other harnesses as a run directory.")
 app.add_typer(import_app, name="import")
 
