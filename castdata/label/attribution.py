@@ -123,8 +123,9 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
                    and any(_mentions(messages[i]["content"] or "", token) for token in own)), None)
     for index in _agent_texts(messages, before):
         text = messages[index]["content"]
-        if asked is None or index < asked or not REFUSAL.search(text):
-            continue
+        names_target = any(_mentions(text, token) for token in own)
+        if not REFUSAL.search(text) or (not names_target and (asked is None or index < asked)):
+            continue  # a refusal of this record, or of this act once the user asked for it
         if looked is None or index < looked or _tried_after(messages, index, before, action.name):
             continue
         lowered = text.lower()

@@ -9,6 +9,9 @@ solution are used for the verdict only, never in a rationale):
   and the user chose it in its own words (named its kind): the instruction's choice was never given;
 - `fault.user_asked`: the write is an act the gold solution never makes, the user asked for it, and the hidden
   instruction never speaks of such an act;
+- `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): the
+  agent declined a gold cancellation the policy forbids, or it made, on the user's request and yes, a cancellation
+  the policy allows and the gold solution never makes;
 - `fault.gold_unreachable`: the agent's write used a value it was shown where the gold write of the same tool
   needs one that nothing could show (the instruction, the conversation, the database hold none).
 """
@@ -20,8 +23,11 @@ import json
 from typing import Any
 
 from castdata.envs import Domain
+from castdata.envs.reproduce import replay_transcript
 from castdata.label.acts import topic_words
+from castdata.label.attribution import proposal_of, refusal
 from castdata.label.findings import Finding
+from castdata.label.policy_rules import cancellation
 from castdata.label.rules import is_confirmation
 from castdata.records import Action, Trajectory
 
@@ -103,6 +109,39 @@ def _user_asked(trajectory: Trajectory, step: int, action: Action, expected: Act
     return last_user is not None and any(word in (m["content"] or "").lower() for m in asked for word in words)
 
 
+def _said_by_user(trajectory: Trajectory, before: int | None = None) -> str:
+    return "\n".join(m.get("content") or "" for m in trajectory.messages[1:before] if m["role"] == "user")
+
+
+def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> bool:
+    """Whether the failure is the gold solution's disagreement with the policy: the agent declined a gold
+    cancellation the policy forbids, or the only wrong write is a cancellation the policy allows, asked for and confirmed,
+    that the gold solution never makes."""
+    gold = list(trajectory.privileged.gold_actions)
+    wrote_wrong = any(f.signal == "replay.write_off_gold" for f in critical)
+    for finding in [] if wrote_wrong else critical:
+        missing = finding.missing or finding.expected
+        if finding.signal == "replay.gold_write_missing" and missing is not None and missing.name == "cancel_reservation":
+            before = domain.replay(gold[: gold.index(missing)] if missing in gold else [])
+            verdict = cancellation(domain, before, missing.kwargs.get("reservation_id", ""), _said_by_user(trajectory))
+            if verdict == "forbidden" and refusal(trajectory.messages, finding.step, missing) is not None:
+                return True  # the agent declined, as the policy requires
+    if len(critical) != 1 or critical[0].signal != "replay.write_off_gold" or critical[0].expected is not None:
+        return False
+    call = trajectory.messages[critical[0].step].get("tool_calls")
+    if not call or call[0]["function"]["name"] != "cancel_reservation":
+        return False
+    step = critical[0].step
+    db = replay_transcript(domain, trajectory.messages[:step], _extra(trajectory)).db
+    said = _said_by_user(trajectory, step)
+    allowed = cancellation(domain, db, call[0]["function"]["arguments"].get("reservation_id", ""), said) == "allowed"
+    return allowed and "cancel" in said.lower() and proposal_of(trajectory.messages, step) is not None
+
+
+def _extra(trajectory: Trajectory) -> frozenset[str]:
+    return frozenset(trajectory.imported.extra_tools if trajectory.imported else ())
+
+
 def episode_fault(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> str | None:
     """Why a failed episode is the user's or the task's fault (a `fault.*` signal), or None when an agent
     action is to blame."""
@@ -113,6 +152,8 @@ def episode_fault(trajectory: Trajectory, domain: Domain, critical: list[Finding
             return "fault.user_stopped"
     if gold_unreachable(trajectory, domain, critical):
         return "fault.gold_unreachable"
+    if gold_against_policy(trajectory, domain, critical):
+        return "fault.gold_against_policy"
     if len(critical) != 1 or critical[0].signal not in ("replay.write_off_gold", "replay.write_missed_gold"):
         return None  # the user's choice explains one wrong write, not several
     first = critical[0]

@@ -34,6 +34,7 @@ TOPICS = {
     "one_tool_call": re.compile(r"one tool call at a time", re.I),
     "transfer": re.compile(r"transfer .* if and only if", re.I),
     "authentication": re.compile(r"authenticate|obtain the user id|verify identity", re.I),
+    "cancellation": re.compile(r"can be cancelled within 24 hours", re.I),
 }
 
 

@@ -29,6 +29,7 @@ _TOPICS = {
     "rule.multiple_tool_calls": "one_tool_call",
     "rule.tool_call_with_text": "one_tool_call",
     "rule.unneeded_transfer": "transfer",
+    "rule.cancel_not_allowed": "cancellation",
 }
 
 _WRONG_WRITE = "The write had to make exactly the change the user asked for and confirmed{fix}."
@@ -51,6 +52,7 @@ _REQUIRED = {
     "rule.unknown_tool": "A tool call must name one of the available tools.",
     "rule.empty_reply": "Every reply must call a tool or say something to the user.",
     "rule.unneeded_transfer": "Transfer to a human only when the request cannot be handled with the agent's own tools.",
+    "rule.cancel_not_allowed": "A reservation may be cancelled only as the policy allows: an unflown trip, within 24 hours of booking, a flight the airline cancelled, business class, or insurance with a covered reason.",
     "rule.ungrounded_id": "An identifier passed to a tool must come from the user or an earlier tool result, never a guess.",
 }
 _ASSESSMENT = {
@@ -73,6 +75,7 @@ _ASSESSMENT = {
     "rule.malformed_tool_call": "its arguments were not a JSON object",
     "rule.unknown_tool": "no such tool exists",
     "rule.empty_reply": "the reply was empty",
+    "rule.cancel_not_allowed": "the policy does not allow cancelling this reservation",
     "rule.ungrounded_id": "it passes an identifier that nothing the user said or a tool returned showed",
 }
 _VALID_ASSESSMENT = {

@@ -12,6 +12,8 @@
 - `rule.malformed_tool_call`, `rule.unknown_tool`, `rule.empty_reply`: unusable turns;
 - `rule.unneeded_transfer`: a transfer to a human when the gold solution has none (the task did not need one),
   unless the user asked for a human after the agent had refused their request (the policy then allows it);
+- `rule.cancel_not_allowed`: a cancellation the policy forbids for that record (`castdata.label.policy_rules`:
+  airline's flown trips, and economy bookings older than 24 hours without a covered reason);
 - `rule.ungrounded_id`: a tool call with an identifier argument (order, item, user, product, reservation, payment
   id) that no user turn, tool result or the policy showed before: the agent guessed it (its own earlier
   messages are no source).
@@ -23,8 +25,10 @@ import json
 import re
 
 from castdata.envs import RESPOND, Domain
+from castdata.envs.reproduce import replay_transcript
 from castdata.label.acts import topic_words
 from castdata.label.findings import Finding
+from castdata.label.policy_rules import cancellation
 from castdata.label.visible import identifiers
 from castdata.records import Action, Trajectory
 
@@ -142,6 +146,17 @@ def _asked_for_human_after_refusal(messages: list[dict], step: int) -> bool:
                for i in range(1, last_user))
 
 
+def _cancellation_forbidden(trajectory: Trajectory, domain: Domain, step: int, action: Action) -> bool:
+    """Whether `action` cancels a record the policy forbids cancelling, in the state the episode had reached."""
+    record = action.kwargs.get("reservation_id")
+    if action.name != "cancel_reservation" or not isinstance(record, str):
+        return False
+    extra = frozenset(trajectory.imported.extra_tools if trajectory.imported else ())
+    db = replay_transcript(domain, trajectory.messages[:step], extra).db
+    said = "\n".join(m.get("content") or "" for m in trajectory.messages[1:step] if m["role"] == "user")
+    return cancellation(domain, db, record, said) == "forbidden"
+
+
 def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
     """Every policy rule violation of an episode, in step order."""
     findings: list[Finding] = []
@@ -188,6 +203,8 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             elif deviates(action, request):
                 findings.append(Finding(step, "rule.unconfirmed_details", "wrong_argument", "minor"))
             first_write = first_write or action
+        if kind == "write" and _cancellation_forbidden(trajectory, domain, step, action):
+            findings.append(Finding(step, "rule.cancel_not_allowed", "policy_violation", "minor"))
         if kind == "transfer" and not gold_transfers and not _asked_for_human_after_refusal(messages, step):
             findings.append(Finding(step, "rule.unneeded_transfer", "unnecessary_transfer", "minor"))
         authenticated = authenticated or (ok and action.name in domain.catalog.auth_tools)

@@ -1,0 +1,63 @@
+"""Policy rules that need the data: what a domain's policy allows for one record, read from the policy text.
+
+- **airline cancellation** (policy, "Cancel flight"): the whole trip must be unflown; then a reservation can be
+  cancelled within 24 hours of booking, when the airline cancelled a flight of it, or when it is business class;
+  otherwise only with travel insurance and a covered reason (health or weather), which the data cannot tell.
+
+`cancellation(domain, db, reservation_id)` says `allowed`, `forbidden` or `depends` (on the user's reason), or
+None when the domain has no such rule or the record is missing. The current time is the one the policy states.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from castdata.envs import Domain
+
+Eligibility = Literal["allowed", "forbidden", "depends"]
+_NOW = re.compile(r"current time is (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
+
+
+@functools.cache
+def policy_time(domain: Domain) -> datetime | None:
+    """The current time the domain's policy states, if it states one."""
+    found = _NOW.search(domain.policy)
+    return datetime.fromisoformat(found.group(1)) if found else None
+
+
+def _flown(segment: dict[str, Any], flights: Any, now: datetime) -> bool:
+    status = (flights.get(segment["flight_number"]) or {}).get("dates", {}).get(segment["date"], {}).get("status")
+    return status in ("landed", "flying") or datetime.fromisoformat(segment["date"]) < now.replace(hour=0, minute=0)
+
+
+def _airline_cancelled(segment: dict[str, Any], flights: Any) -> bool:
+    dates = (flights.get(segment["flight_number"]) or {}).get("dates", {})
+    return dates.get(segment["date"], {}).get("status") == "cancelled"
+
+
+_COVERED = re.compile(r"\b(health|sick|ill|illness|medical|hospital|injur\w*|weather|storm|hurricane|snow)\b", re.I)
+_NOT_COVERED = re.compile(r"\b(change of plans?|changed my mind|plans? changed|no longer need|other reasons?)\b", re.I)
+
+
+def cancellation(domain: Domain, db: Any, reservation_id: str, said: str = "") -> Eligibility | None:
+    """Whether the policy lets the agent cancel a reservation, on the database `db` (before the cancellation);
+    `said` (what the user said) settles an insured reservation's reason when it names one."""
+    now = policy_time(domain)
+    if domain.name != "airline" or now is None or reservation_id not in db["reservations"]:
+        return None
+    reservation, flights = db["reservations"][reservation_id], db["flights"]
+    if any(_flown(segment, flights, now) for segment in reservation["flights"]):
+        return "forbidden"
+    booked = datetime.fromisoformat(reservation["created_at"])
+    if now - booked <= timedelta(hours=24) or reservation["cabin"] == "business":
+        return "allowed"
+    if any(_airline_cancelled(segment, flights) for segment in reservation["flights"]):
+        return "allowed"
+    if reservation.get("insurance") != "yes":
+        return "forbidden"
+    if _COVERED.search(said):
+        return "allowed"
+    return "forbidden" if _NOT_COVERED.search(said) else "depends"
