@@ -33,6 +33,7 @@ class ReplayedCall:
     recorded: str | None  # the tool message that followed in the transcript, if any
     executed: bool  # False for a call to an extra tool (its recorded result stands)
     changed: dict = field(default_factory=dict)  # for a write: the records it changed, to their new fingerprints
+    values: dict = field(default_factory=dict)  # for a write: each changed record's value after it (None: deleted)
 
 
 @dataclass
@@ -53,6 +54,12 @@ class Reproduction:
 def changed_records(before: dict, after: dict) -> dict:
     """The records whose fingerprint differs between two `EpisodeDatabase.changes()` maps (to the new one)."""
     return {k: after.get(k, BASE) for k in before.keys() | after.keys() if before.get(k, BASE) != after.get(k, BASE)}
+
+
+def record_value(db: EpisodeDatabase, record: tuple[str, str]) -> Any:
+    """A private copy of one record's current value (None when the record does not exist)."""
+    table, key = record
+    return json.loads(json.dumps(db[table][key])) if key in db[table] else None
 
 
 def _renames(recorded: Any, replayed: Any, path: str, found: set[str]) -> bool:
@@ -112,11 +119,12 @@ def replay_transcript(
             recorded = after.get("content") or "" if after is not None and after["role"] == "tool" else None
             executed = name not in extra
             result = domain.execute(reproduction.db, name, arguments) if executed else ToolResult(recorded or "", True)
-            changed = {}
+            changed, values = {}, {}
             if executed and domain.tool_kind(name) == "write":
                 after_state = reproduction.db.changes()
                 changed, state = changed_records(state, after_state), after_state
-            call = ReplayedCall(step, name, arguments, result, recorded, executed, changed)
+                values = {record: record_value(reproduction.db, record) for record in changed}
+            call = ReplayedCall(step, name, arguments, result, recorded, executed, changed, values)
             reproduction.calls.append(call)
             if recorded is not None and reproduction.first_mismatch is None:
                 if not same_observation(recorded, result.observation, reproduction.renamed_fields):

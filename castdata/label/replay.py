@@ -6,11 +6,12 @@ changed are compared with the gold solution's replay (privileged, used for the v
 - the first write that moves a record the episode ends with wrong to a state the gold replay never gives
   that record (a wrong value, a wrong record, or a record gold never changes) is critical (`wrong_argument`
   when gold makes a write with the same tool, else `wrong_tool`);
-- a gold write never made (its records end wrong) is charged to the first agent write that aims at it
-  (same tool, or a shared `*_id` argument) and either errored or changed nothing, or used other details
-  than the user confirmed (`deviating`: e.g. the confirmed order's change made on another order, which the
-  gold solution happens to change too); an attempt standing for one of the gold solution's own calls that
-  change nothing (its failing calls) is excused;
+- a gold write never made (its records end wrong, and no write above explains them) is charged to the first
+  agent write that aimed at it (the same act, on the same record if one did) and errored or changed nothing, or
+  that used other details than the user confirmed (`deviating`: the confirmed order's change made on another
+  order); a
+  write identical to one of the gold solution's own calls that change nothing is excused. Agent writes are
+  never paired with gold writes by their order or by a shared id alone;
 - a needed write that failed because an earlier agent write on the same record made it impossible (changing a
   pending order's items before its address locks the order) is charged to that earlier write (`wrong_sequence`,
   expected: the needed write, which had to come first);
@@ -24,10 +25,11 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from castdata.envs import Domain
 from castdata.envs.clock import episode_clock
-from castdata.envs.reproduce import BASE, changed_records, replay_transcript
+from castdata.envs.reproduce import BASE, changed_records, record_value, replay_transcript
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.records import Action, Trajectory
@@ -43,6 +45,7 @@ class Write:
     action: Action
     ok: bool
     changed: dict[Record, str | None]
+    values: dict[Record, Any]  # each changed record's value after the write
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class GoldPath:
     final: dict[Record, str | None]
     states: dict[Record, frozenset]
     writes: tuple[tuple[Action, frozenset[Record]], ...]
+    values: dict[Record, Any]  # each changed record's end value
 
 
 @functools.lru_cache(maxsize=4096)
@@ -72,7 +76,8 @@ def _gold_path(domain: Domain, gold_json: str) -> GoldPath:
                 states.setdefault(record, {BASE}).add(state)
             writes.append((action, frozenset(changed)))
             before = after
-    return GoldPath(before, {k: frozenset(v) for k, v in states.items()}, tuple(writes))
+    values = {record: record_value(db, record) for record in before}
+    return GoldPath(before, {k: frozenset(v) for k, v in states.items()}, tuple(writes), values)
 
 
 def gold_path(domain: Domain, gold: list[Action]) -> GoldPath:
@@ -85,32 +90,71 @@ def replay_writes(trajectory: Trajectory, domain: Domain) -> tuple[list[Write], 
     skip = frozenset(step for step, meta in enumerate(trajectory.meta) if meta.violation == "malformed_tool_call")
     reproduction = replay_transcript(domain, trajectory.messages, _extra_tools(trajectory), skip)
     writes = [
-        Write(call.step, Action(name=call.name, kwargs=call.arguments), call.result.ok, call.changed)
+        Write(call.step, Action(name=call.name, kwargs=call.arguments), call.result.ok, call.changed, call.values)
         for call in reproduction.calls
         if domain.tool_kind(call.name) == "write"
     ]
     return writes, reproduction.db.changes(), reproduction.reproduced
 
 
-def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[Write]:
-    """Writes that errored, changed nothing or deviated from the confirmed details, less those excused.
+def _first_made(writes: list[Write], write: Write, expected: Action | None) -> int:
+    """Where a wrong write's error was first made: an earlier failed call of the same tool that already had one of
+    its wrong values (the write repeats it), else the write itself."""
+    if expected is None or expected.name != write.action.name:
+        return write.step
+    wrong = {k: v for k, v in write.action.kwargs.items() if expected.kwargs.get(k) != v}
+    for earlier in writes:
+        if earlier.step >= write.step:
+            break
+        same = earlier.action.name == write.action.name and any(earlier.action.kwargs.get(k) == v for k, v in wrong.items())
+        if not earlier.ok and wrong and same:
+            return earlier.step
+    return write.step
 
-    Agent writes are paired in order with gold writes (an identical one, else the next with the same tool,
-    else the next one); a write that changes nothing, paired with a gold call that changes nothing either (the gold
-    solution's own failing calls), loses nothing against gold and is excused.
-    """
-    unpaired = list(gold.writes)
+
+def _sets_gold_values(domain: Domain, current: dict, write: Write, gold: GoldPath, record: Record) -> bool:
+    """Whether a write set every field it changed on `record` to the gold end value: it is right, though the record
+    ends wrong for another reason (a change still missing)."""
+    before = current[record] if record in current else _base_value(domain, record)
+    after, target = write.values.get(record), gold.values.get(record)
+    if not isinstance(before, dict) or not isinstance(after, dict) or not isinstance(target, dict):
+        return False
+    fields = [f for f in before.keys() | after.keys() if before.get(f) != after.get(f)]
+    return bool(fields) and all(after.get(f) == target.get(f) for f in fields)
+
+
+def _base_value(domain: Domain, record: Record) -> Any:
+    table = domain.base.tables[record[0]]
+    return table.load(record[1]) if record[1] in table.blobs else None
+
+
+def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[Write]:
+    """Writes that errored, changed nothing or deviated from the confirmed details, less those excused: a write
+    that changes nothing is excused when the gold solution makes the very same call and it changes nothing there
+    either (the gold solution's own failing calls). Writes are never paired with gold writes by their order."""
+    failing_gold = {_signature(action) for action, records in gold.writes if not records}
     found = []
     for write in writes:
-        pair = next((g for g in unpaired if _signature(g[0]) == _signature(write.action)), None)
-        pair = pair or next((g for g in unpaired if g[0].name == write.action.name), None)
-        pair = pair or (unpaired[0] if unpaired else None)
-        if pair is not None:
-            unpaired.remove(pair)
-        excused = pair is not None and not pair[1] and not write.changed
+        excused = not write.changed and _signature(write.action) in failing_gold
         if (not write.changed or write.step in deviating) and not excused:
             found.append(write)
     return found
+
+
+_TARGET_KEYS = ("order_id", "reservation_id", "user_id", "appointment_id", "patient_id")
+
+
+def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]]) -> Action | None:
+    """The missing gold write a failed attempt stood for: the same act on the same record, else another act on
+    that record (a wrong tool), else the same act on a wrong record; never a guess by order or by another id."""
+
+    def same_record(gold: Action) -> bool:
+        keys = [key for key in _TARGET_KEYS if key in gold.kwargs]
+        return bool(keys) and all(write.action.kwargs.get(key) == gold.kwargs[key] for key in keys)
+
+    same_act = [gold for gold, _ in missing if gold.name == write.action.name]
+    return (next((g for g in same_act if same_record(g)), None) or next((g for g, _ in missing if same_record(g)), None)
+            or (same_act[0] if same_act else None))
 
 
 def _signature(action: Action) -> str:
@@ -137,15 +181,13 @@ def _related(action: Action, records: set, candidates: list[tuple[Action, frozen
     return None
 
 
-def _blocking_write(trajectory: Trajectory, domain: Domain, writes: list[Write], attempt: Write, gold: Action) -> Write | None:
-    """The earlier write that made a needed write impossible: the attempt failed, the gold write fails too after
-    the agent's writes before the attempt, and an earlier successful write acted on the same record."""
-    if attempt.ok:
-        return None
-    shared = [w for w in writes if w.step < attempt.step and w.ok and _shares_id(w.action, gold)]
+def _blocking_write(trajectory: Trajectory, domain: Domain, writes: list[Write], before: int, gold: Action) -> Write | None:
+    """The earlier write that made a needed write impossible: the gold write fails after the agent's writes before
+    step `before`, and an earlier successful write acted on the same record (it had to come after the gold one)."""
+    shared = [w for w in writes if w.step < before and w.ok and _shares_id(w.action, gold)]
     if not shared:
         return None
-    reproduction = replay_transcript(domain, trajectory.messages[: attempt.step], _extra_tools(trajectory))
+    reproduction = replay_transcript(domain, trajectory.messages[:before], _extra_tools(trajectory))
     with episode_clock():
         still_possible = domain.execute(reproduction.db, gold.name, gold.kwargs).ok
     return None if still_possible else shared[0]
@@ -188,18 +230,22 @@ def replay_findings(trajectory: Trajectory, domain: Domain, ending: tuple[int, A
     consistent = consistent and trajectory.outcome.db_match == (not wrong)
     findings: list[Finding] = []
     explained: set[Record] = set()
+    current: dict[Record, Any] = {}
     for write in writes:
-        off_path = {k for k, state in write.changed.items() if k in wrong and state not in gold.states.get(k, {BASE})}
+        off_path = {k for k, state in write.changed.items() if k in wrong and state not in gold.states.get(k, {BASE})
+                    and not _sets_gold_values(domain, current, write, gold, k)}
+        current.update(write.values)
         if off_path - explained:
             expected = _related(write.action, set(write.changed), list(gold.writes))
-            findings.append(Finding(write.step, "replay.write_off_gold", _write_category(write.action, expected), "critical", expected))
+            step = _first_made(writes, write, expected)
+            findings.append(Finding(step, "replay.write_off_gold", _write_category(write.action, expected), "critical", expected))
             explained |= off_path
     done = {_signature(w.action) for w in writes if w.ok}
-    missing = [(g, recs) for g, recs in gold.writes if recs & wrong and _signature(g) not in done]
-    charged = next(((w, g) for w in _attempts(writes, gold, deviating) if (g := _related(w.action, set(), missing)) is not None), None)
+    missing = [(g, recs) for g, recs in gold.writes if recs & (wrong - explained) and _signature(g) not in done]
+    charged = next(((w, g) for w in _attempts(writes, gold, deviating) if (g := _aimed_at(w, missing))), None)
     if charged is not None:
         write, expected = charged
-        blocker = _blocking_write(trajectory, domain, writes, write, expected)
+        blocker = None if write.ok else _blocking_write(trajectory, domain, writes, write.step, expected)
         if blocker is not None:
             findings.append(Finding(blocker.step, "replay.blocked_later_write", "wrong_sequence", "critical", expected))
         else:
@@ -207,6 +253,11 @@ def replay_findings(trajectory: Trajectory, domain: Domain, ending: tuple[int, A
             findings.append(Finding(write.step, "replay.write_missed_gold", category, "critical", expected))
         explained |= next(recs for g, recs in missing if g is expected)
     omitted = wrong - explained
+    for gold_write, records in missing:  # a needed write never made, because an earlier write made it impossible
+        blocker = _blocking_write(trajectory, domain, writes, len(trajectory.messages), gold_write) if records & omitted else None
+        if blocker is not None:
+            findings.append(Finding(blocker.step, "replay.blocked_later_write", "wrong_sequence", "critical", gold_write))
+            omitted -= records
     if omitted:
         step, action = ending
         gold_write = next((g for g, recs in missing if recs & omitted), None)

@@ -35,6 +35,19 @@ KIND_CATEGORY = {
 }
 
 
+def _failed_write(trajectory: Trajectory, step: int) -> bool:
+    """Whether the action at `step` is a tool call whose result is an error (it changed nothing)."""
+    messages = trajectory.messages
+    after = messages[step + 1] if step + 1 < len(messages) else None
+    called = bool(messages[step].get("tool_calls"))
+    return called and after is not None and after["role"] == "tool" and str(after.get("content") or "").startswith("Error")
+
+
+def _changed_by(trajectory: Trajectory, step: int) -> bool:
+    """Whether the action at `step` is a tool call that succeeded (a write that went through)."""
+    return bool(trajectory.messages[step].get("tool_calls")) and not _failed_write(trajectory, step)
+
+
 def _said_at(trajectory: Trajectory, step: int) -> set[int]:
     """Where an injected mistake at `step` shows: its own turn, and the confirmation request that proposed it (the
     labeler charges a wrong write the user said yes to where it was proposed)."""
@@ -119,7 +132,11 @@ class LabelStats:
         if not breaking:
             self.injected["failed_without_breaking"] += 1
             return
-        first = min(breaking, key=lambda m: m.step)
+        # a failed write that changed nothing can still be made good: where a later breaking mistake is a write that
+        # did change the records, that one is the first critical error (nothing else is then left to explain)
+        later_write = any(m.step > min(b.step for b in breaking) and _changed_by(trajectory, m.step) for m in breaking)
+        lasting = [m for m in breaking if not (later_write and _failed_write(trajectory, m.step))]
+        first = min(lasting or breaking, key=lambda m: m.step)
         self.injected["failed_with_breaking"] += 1
         if episode.first_error in said[first.step]:
             self.injected["first_error_matches"] += 1
