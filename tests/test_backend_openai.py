@@ -125,6 +125,26 @@ def test_retries_ride_out_429_500_and_dropped_connections() -> None:
     assert outcomes["ok"] == 40 and min(outcomes["429"], outcomes["500"], outcomes["drop"]) > 0
 
 
+def test_truncated_bodies_and_empty_choices_are_retried() -> None:
+    faults = FaultPlan(rate_truncated=0.3, rate_empty=0.3, seed=5)
+    with ChatServer(weather, faults) as server:
+        replies = run(lambda b: asyncio.gather(*(b.chat(ASK, tools=TOOLS) for _ in range(30))), spec_for(server, max_retries=30))
+        outcomes = dict(server.stats.outcomes)
+    assert all(r.tool_calls[0].arguments == {"city": "Paris"} for r in replies)
+    assert outcomes["ok"] == 30 and min(outcomes["truncated"], outcomes["empty"]) > 0
+
+
+def test_truncated_bodies_count_against_max_retries() -> None:
+    with ChatServer(weather, FaultPlan(rate_truncated=0.99)) as server:
+        with pytest.raises(InfrastructureError, match="gave up after 3 attempts; last error: JSONDecodeError"):
+            run(lambda b: b.chat(ASK), spec_for(server, max_retries=2))
+        assert server.stats.total == 3
+    with ChatServer(weather, FaultPlan(rate_empty=0.99)) as server:
+        with pytest.raises(InfrastructureError, match="gave up after 2 attempts; last error: BadResponse.*no choices"):
+            run(lambda b: b.chat(ASK), spec_for(server, max_retries=1))
+        assert server.stats.total == 2
+
+
 def first_seed(predicate) -> int:
     return next(seed for seed in range(10_000) if predicate(seed))
 

@@ -2,14 +2,15 @@
 (`vllm serve ... --enable-auto-tool-choice --tool-call-parser hermes`, SGLang).
 
 Native tool calls; a server without a tool-call parser that leaves `<tool_call>` blocks in the text is
-parsed too. Retries (429, 408, 409, 5xx, timeouts, dropped connections) with backoff and `Retry-After`
-are ours (the client's own are off), inside an adaptive concurrency limit for the endpoint. The API key
+parsed too. Retries (429, 408, 409, 5xx, timeouts, dropped connections, 200s whose body is not JSON or is cut
+short, completions without choices) with backoff and `Retry-After` are ours (the client's own are off), inside an adaptive concurrency limit for the endpoint. The API key
 is read from `os.environ[spec.api_key_env]` at each request and never kept in the spec.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import os
 import random
 import time
@@ -28,6 +29,10 @@ from castdata.models.spec import ModelSpec
 from castdata.models.toolcall_parser import json_object, parse_tool_calls
 
 NO_KEY = "EMPTY"  # what local servers without authentication get (the convention of vLLM's docs)
+
+
+class BadResponse(RuntimeError):
+    """A 200 that is no usable completion (no `choices`, or not a completion object at all): transient."""
 
 
 class OpenAIBackend(ChatBackend):
@@ -98,8 +103,6 @@ class OpenAIBackend(ChatBackend):
             what=f"{self.spec.label} at {', '.join(self.urls)}",
             rng=self.rng,
         )
-        if not completion.choices:
-            raise InfrastructureError(f"{self.spec.label}: the server answered with no choices")
         message = completion.choices[0].message
         parsed = parse_tool_calls(message.content or "")
         calls = [
@@ -125,9 +128,12 @@ class OpenAIBackend(ChatBackend):
         self.outstanding[url] += 1
         try:
             async with self.permits.hold(url) if self.permits else nullcontext():
-                return await self.clients[url].chat.completions.create(**request)
+                completion = await self.clients[url].chat.completions.create(**request)
         finally:
             self.outstanding[url] -= 1
+        if not getattr(completion, "choices", None):
+            raise BadResponse(f"{url} answered 200 with no choices: {str(completion)[:200]}")
+        return completion
 
     async def aclose(self) -> None:
         for client in self.clients.values():
@@ -157,7 +163,10 @@ def _http_client(max_concurrency: int) -> httpx2.AsyncClient:
 
 
 def classify(err: BaseException) -> Transient | None:
-    """Transient: connection errors, timeouts, 408, 409, 429 and 5xx (unless the server says not to retry)."""
+    """Transient: connection errors, timeouts, 408, 409, 429 and 5xx (unless the server says not to retry), and
+    a 200 whose body is not JSON (cut short), not a completion, or has no choices."""
+    if isinstance(err, (json.JSONDecodeError, openai.APIResponseValidationError, BadResponse)):
+        return Transient()
     if isinstance(err, openai.APIStatusError):
         headers = err.response.headers
         if headers.get("x-should-retry") == "false":
