@@ -176,7 +176,10 @@ def test_usage_is_summed_per_episode_and_run(tmp_path: Path, playbook: Playbook)
 def test_infrastructure_errors_are_kept_excluded_and_rerun(tmp_path: Path, playbook: Playbook) -> None:
     with ChatServer(playbook, FaultPlan(fail_first_n=10**9)) as server:
         config = write_config(tmp_path / "config.yaml", server, max_retries=1)
-        collect(config, tmp_path / "run")
+        result = CliRunner().invoke(app, ["collect", str(config), "--out", str(tmp_path / "run"), "--quiet"])
+        assert result.exit_code == 1, result.output  # every episode failed: the run fails, with one summary line
+        assert result.output.startswith("failed: all 8 episodes run into") and len(result.output.splitlines()) == 1
+        assert "ended in infrastructure_error; first error:" in result.output and "gave up after 2 attempts" in result.output
         failed = read_trajectories(tmp_path / "run")
         assert len(failed) == 8 and all(r.outcome.termination_reason == "infrastructure_error" for r in failed)
         assert all("gave up after 2 attempts" in r.outcome.error for r in failed)

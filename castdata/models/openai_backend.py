@@ -25,8 +25,9 @@ from castdata.models.base import InfrastructureError, Reply, ToolCall
 from castdata.models.chat import ChatBackend, ChatCall, wire_messages
 from castdata.models.limits import AdaptiveLimiter
 from castdata.models.retry import RetryPolicy, Transient, call_with_retries
-from castdata.models.spec import ModelSpec
+from castdata.models.spec import ModelSpec, is_http_url
 from castdata.models.toolcall_parser import json_object, parse_tool_calls
+from castdata.redact import remember
 
 NO_KEY = "EMPTY"  # what local servers without authentication get (the convention of vLLM's docs)
 
@@ -48,7 +49,7 @@ class OpenAIBackend(ChatBackend):
         self.urls = base_urls(spec)
         if spec.api_key_env is None and spec.base_url is None and "base_urls" not in spec.options:
             raise ConfigError("api_key_env: required for the OpenAI API (the name of the variable holding the key)")
-        if spec.api_key_env is not None and not os.environ.get(spec.api_key_env):
+        if spec.api_key_env is not None and not remember(os.environ.get(spec.api_key_env)):
             raise ConfigError(f"api_key_env: environment variable {spec.api_key_env} is not set")
         self.limiter = AdaptiveLimiter(spec.max_concurrency * len(self.urls))
         self.outstanding = dict.fromkeys(self.urls, 0)
@@ -68,8 +69,8 @@ class OpenAIBackend(ChatBackend):
         }
 
     async def _api_key(self) -> str:
-        """Called by the client before each request."""
-        return os.environ[self.spec.api_key_env] if self.spec.api_key_env else NO_KEY
+        """Called by the client before each request; the value is remembered for redaction."""
+        return remember(os.environ[self.spec.api_key_env]) if self.spec.api_key_env else NO_KEY
 
     def _request(self, call: ChatCall) -> dict[str, Any]:
         """The `chat.completions.create` arguments of one call."""
@@ -147,8 +148,8 @@ def base_urls(spec: ModelSpec) -> list[str]:
         return [spec.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"]
     if spec.base_url is not None:
         raise ConfigError("options.base_urls: give either base_url or options.base_urls, not both")
-    if not isinstance(urls, list) or not urls or not all(isinstance(url, str) for url in urls):
-        raise ConfigError(f"options.base_urls: must be a non-empty list of URLs (got {urls!r})")
+    if not isinstance(urls, list) or not urls or not all(is_http_url(url) for url in urls):
+        raise ConfigError(f"options.base_urls: must be a non-empty list of http(s) URLs (got {urls!r})")
     return list(dict.fromkeys(urls))
 
 
