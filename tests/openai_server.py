@@ -173,15 +173,15 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
     def do_GET(self) -> None:
+        if self.path.rstrip("/") != _MODELS_PATH or not self.owner.faults.models_route:
+            self.send_json(404, _error_body(f"no route for GET {self.path}", "not_found"))
+            return
         if self.refused_key():
             return
         with self.owner.stats.lock:
             self.owner.stats.models_requests += 1
-        if self.path.rstrip("/") == _MODELS_PATH and self.owner.faults.models_route:
-            model = {"id": "test-model", "object": "model", "created": 0, "owned_by": "castdata-tests"}
-            self.send_json(200, {"object": "list", "data": [model]})
-        else:
-            self.send_json(404, _error_body(f"no route for GET {self.path}", "not_found"))
+        model = {"id": "test-model", "object": "model", "created": 0, "owned_by": "castdata-tests"}
+        self.send_json(200, {"object": "list", "data": [model]})
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))

@@ -101,7 +101,8 @@ def publish(dataset_dir: Path, repo: str, version: str, *, private: bool = False
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
     if not dry_run:
-        require_token(repo)
+        parse_version(version)
+        require_token(check_repo_id(repo))
     release = plan_release(dataset_dir, repo, version, private)
     if dry_run:
         echo("dry run: nothing uploaded. Would publish:")
