@@ -137,13 +137,23 @@ def test_sft_critic_trains_saves_and_reloads(tiny_model: Path, demo_dataset: Pat
 
 
 def test_sft_policy_with_lora_masks_exactly_the_assistant_turns(tiny_model: Path, demo_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
     from peft import AutoPeftModelForCausalLM
+    from transformers import AutoModelForCausalLM
     from trl.chat_template_utils import get_training_chat_template
+
+    from castdata.errors import InputError
+    from castdata.train.merge import merge_lora
 
     lora = {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": "all-linear"}
     trainer = run_script("sft_policy.py", smoke_args("policy_qwen3_0.6b.yaml", tiny_model, demo_dataset, tmp_path / "policy", lora=lora), monkeypatch)
     assert all(math.isfinite(loss) for loss in losses(trainer)) and losses(trainer)
-    AutoPeftModelForCausalLM.from_pretrained(tmp_path / "policy")
+    adapted = AutoPeftModelForCausalLM.from_pretrained(tmp_path / "policy")
+    merged = AutoModelForCausalLM.from_pretrained(merge_lora(tmp_path / "policy", tmp_path / "merged"))  # for DPO
+    tokens = torch.tensor([[1, 2, 3, 4]])
+    assert torch.allclose(adapted(tokens).logits, merged(tokens).logits, atol=1e-4)
+    with pytest.raises(InputError, match="no LoRA adapter here"):
+        merge_lora(tmp_path / "merged", tmp_path / "again")
 
     tokenizer, row = trainer.processing_class, trainer.train_dataset[0]
     rendered = tokenizer.apply_chat_template(row["messages"], tools=row["tools"], chat_template=get_training_chat_template(tokenizer), tokenize=False, **row["chat_template_kwargs"])
