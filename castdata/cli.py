@@ -117,18 +117,21 @@ def build(
     run_dirs: Annotated[list[Path], typer.Argument(help="Labelled run directories (one or more).")],
     out: Annotated[Optional[Path], typer.Option(help="Dataset folder (default: the config's build.out, else RUN_DIR/dataset).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="Pipeline YAML; its `build:` section configures this stage.")] = None,
+    quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
 ) -> None:
     """Build the dataset configs (Parquet), card, plots and manifest from labelled runs."""
     from castdata.build.dataset import build_dataset
     from castdata.config import PipelineConfig, load_config
     from castdata.errors import InputError
+    from castdata.ui import counting
 
     options = load_config(config, PipelineConfig).build if config else PipelineConfig().build
     out = out or (Path(options.out) if options.out else None)
     if out is None and len(run_dirs) > 1:
         raise InputError("--out is required when building from several runs")
     out = out or run_dirs[0] / "dataset"
-    manifest = build_dataset(run_dirs, out, options)
+    with counting("build", show=not quiet) as on_episode:
+        manifest = build_dataset(run_dirs, out, options, on_episode)
     for name, splits in manifest["configs"].items():
         typer.echo(f"{name}: " + ", ".join(f"{split} {entry['rows']}" for split, entry in splits.items()))
     typer.echo(f"built {out}")

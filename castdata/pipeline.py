@@ -81,6 +81,7 @@ def run_pipeline(
     from castdata.build.dataset import MANIFEST, build_dataset
     from castdata.label.run import LABELS, label_run, load_label_config
     from castdata.rollout.collect import collect
+    from castdata.ui import counting
 
     config: PipelineConfig = load_config(config_path, PipelineConfig, overrides)
     label_config = load_label_config(config_path, overrides)
@@ -98,7 +99,8 @@ def run_pipeline(
         return f"{labels['total']} labels ({json.dumps(labels['verdicts'])})"
 
     def do_build() -> str:
-        manifest = build_dataset([run_dir], dataset_dir, config.build)
+        with counting("build", show=show_progress) as on_episode:
+            manifest = build_dataset([run_dir], dataset_dir, config.build, on_episode)
         rows = {name: sum(entry["rows"] for entry in splits.values()) for name, splits in manifest["configs"].items()}
         return f"{dataset_dir}: {json.dumps(rows)}"
 
