@@ -45,13 +45,20 @@ def _version(show: bool) -> None:
 
 @app.callback()
 def _main(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """Build, publish and train on CAST critique datasets."""
 
 
-Limit = Annotated[Optional[int], typer.Option(min=1, help="Run only the first N planned episodes (a rerun without it continues the run).")]
-Overrides = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Override a config key, e.g. --set trials=2 --set agent.model=gpt-4.1 (repeatable).")]
+Limit = Annotated[
+    Optional[int], typer.Option(min=1, help="Run only the first N planned episodes (a rerun without it continues).")
+]
+Overrides = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", metavar="KEY=VALUE", help="Override a config key, e.g. --set trials=2 (repeatable)."),
+]
 
 
 def _show(result: Any, as_json: bool, render: Callable[[Any], None]) -> None:

@@ -131,7 +131,8 @@ def load_config(path: str | Path, model: type[BaseModel] = PipelineConfig, overr
     try:
         raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}{_at(getattr(err, 'problem_mark', None))}: not valid YAML: {_yaml_problem(err)}") from None
+        where = _at(getattr(err, "problem_mark", None))
+        raise ConfigError(f"{path}{where}: not valid YAML: {_yaml_problem(err)}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: must be a mapping of keys to values (got {type(raw).__name__})")
     for assignment in overrides:
@@ -154,7 +155,8 @@ def read_text(path: Path) -> str:
     except PermissionError:
         raise ConfigError(f"{path}: not readable (permission denied)") from None
     except UnicodeDecodeError as err:
-        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})") from None
+        byte = err.object[err.start]
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{byte:02x} at offset {err.start})") from None
     except OSError as err:
         raise ConfigError(f"{path}: cannot be read ({err.strerror or err})") from None
 

@@ -91,7 +91,8 @@ def run_pipeline(
     stages = _Stages(run_dir, echo)
 
     def do_collect() -> str:
-        counts = collect(config.collect_part(), run_dir, show_progress=show_progress, force=force, limit=limit)["counts"]
+        manifest = collect(config.collect_part(), run_dir, show_progress=show_progress, force=force, limit=limit)
+        counts = manifest["counts"]
         return f"{counts['finished']} of {counts['planned']} episodes in {run_dir}"
 
     def do_label() -> str:

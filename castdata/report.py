@@ -57,7 +57,7 @@ def pass_k_table(episodes: pl.DataFrame) -> pl.DataFrame:
 def summarize(run_dir: Path) -> dict:
     """Everything `castdata report` shows, as plain data; InputError when `run_dir` holds no run."""
     if not (Path(run_dir) / TRAJECTORIES).is_dir():
-        raise InputError(f"{run_dir}: not a run directory (no {TRAJECTORIES}/ folder; make one with `castdata collect`)")
+        raise InputError(f"{run_dir}: not a run directory (no {TRAJECTORIES}/ folder; `castdata collect` makes one)")
     episodes = episodes_frame(read_trajectories(run_dir))
     groups = []
     for (domain, agent), group in episodes.group_by("domain", "agent", maintain_order=True):

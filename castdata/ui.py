@@ -47,6 +47,7 @@ def counting(stage: str, show: bool = True) -> Iterator[Callable[[], None]]:
         return
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn(f"{stage}: {{task.completed}} episodes"), TimeElapsedColumn(), transient=True) as bar:
+    columns = (SpinnerColumn(), TextColumn(f"{stage}: {{task.completed}} episodes"), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as bar:
         handle = bar.add_task(stage, total=None)
         yield lambda: bar.advance(handle)

@@ -75,7 +75,8 @@ class FaultPlan:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        rates = (self.rate_429, self.rate_500, self.rate_drop, self.rate_truncated, self.rate_empty, self.rate_malformed)
+        rates = (self.rate_429, self.rate_500, self.rate_drop, self.rate_truncated, self.rate_empty,
+                 self.rate_malformed)
         if any(not 0.0 <= rate <= 1.0 for rate in rates) or sum(rates) >= 1.0:
             raise ValueError(f"fault rates must lie in [0, 1] and sum to < 1, got {rates}")
         if self.latency_s < 0 or self.retry_after_s < 0 or self.fail_first_n < 0:
@@ -202,7 +203,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self.owner._chat(self, body)
 
-    def send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None, cut: bool = False) -> None:
+    def send_json(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None, cut: bool = False
+    ) -> None:
         """Write a complete JSON response with Content-Length (keeps the connection reusable); `cut` sends
         only the first half of the JSON text."""
         data = json.dumps(payload).encode()

@@ -35,8 +35,8 @@ TICKET = re.compile(r"\[ticket (\w+)/(\w+)/(\d+)\]")
 MALFORMED_OBSERVATION = "Error: the arguments of"
 MISTAKES = {"premature_end": 0.3, "missing_output": 0.5}  # with seed 0: tasks 2 and 3 end too early
 FAULTS = FaultPlan(rate_429=0.07, rate_500=0.07, rate_drop=0.06, rate_malformed=0.08, retry_after_s=0.001, latency_s=0.001, seed=3)
-RETRYABLE = FaultPlan(rate_429=0.04, rate_500=0.04, rate_drop=0.04, rate_truncated=0.04, rate_empty=0.04, retry_after_s=0.001,
-                      seed=4)  # 20% of requests fail, every one of them retryable
+RETRYABLE = FaultPlan(rate_429=0.04, rate_500=0.04, rate_drop=0.04, rate_truncated=0.04, rate_empty=0.04,
+                      retry_after_s=0.001, seed=4)  # 20% of requests fail, every one of them retryable
 
 
 class Playbook:
@@ -179,7 +179,8 @@ def test_infrastructure_errors_are_kept_excluded_and_rerun(tmp_path: Path, playb
         result = CliRunner().invoke(app, ["collect", str(config), "--out", str(tmp_path / "run"), "--quiet"])
         assert result.exit_code == 1, result.output  # every episode failed: the run fails, with one summary line
         assert result.output.startswith("failed: all 8 episodes run into") and len(result.output.splitlines()) == 1
-        assert "ended in infrastructure_error; first error:" in result.output and "gave up after 2 attempts" in result.output
+        assert "ended in infrastructure_error; first error:" in result.output
+        assert "gave up after 2 attempts" in result.output
         failed = read_trajectories(tmp_path / "run")
         assert len(failed) == 8 and all(r.outcome.termination_reason == "infrastructure_error" for r in failed)
         assert all("gave up after 2 attempts" in r.outcome.error for r in failed)

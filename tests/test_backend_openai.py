@@ -128,7 +128,8 @@ def test_retries_ride_out_429_500_and_dropped_connections() -> None:
 def test_truncated_bodies_and_empty_choices_are_retried() -> None:
     faults = FaultPlan(rate_truncated=0.3, rate_empty=0.3, seed=5)
     with ChatServer(weather, faults) as server:
-        replies = run(lambda b: asyncio.gather(*(b.chat(ASK, tools=TOOLS) for _ in range(30))), spec_for(server, max_retries=30))
+        burst = lambda b: asyncio.gather(*(b.chat(ASK, tools=TOOLS) for _ in range(30)))  # noqa: E731
+        replies = run(burst, spec_for(server, max_retries=30))
         outcomes = dict(server.stats.outcomes)
     assert all(r.tool_calls[0].arguments == {"city": "Paris"} for r in replies)
     assert outcomes["ok"] == 30 and min(outcomes["truncated"], outcomes["empty"]) > 0
@@ -176,7 +177,7 @@ def test_timeouts_are_retried_then_given_up() -> None:
 
 
 @pytest.mark.parametrize("key", ["sk-test-first", "gsk_live.9f8e7d6c5b4a", "Bearer-ish:0123456789"])
-def test_permanent_errors_are_not_retried_and_keys_in_them_are_redacted(key: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_permanent_errors_are_not_retried_and_keys_in_them_are_redacted(key: str, monkeypatch) -> None:
     monkeypatch.setenv(KEY_ENV, key)
 
     def broken(body: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from castdata.cli import app
 from castdata.rollout.store import read_trajectories
 from openai_server import ChatServer, FaultPlan
 
-_spec = importlib.util.spec_from_file_location("bad_inputs", Path(__file__).resolve().parent.parent / "benchmarks" / "bad_inputs.py")
+_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bad_inputs.py"
+_spec = importlib.util.spec_from_file_location("bad_inputs", _SCRIPT)
 bad_inputs = sys.modules["bad_inputs"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bad_inputs)
 KEY_ENV, KEY = bad_inputs.KEY_ENV, bad_inputs.KEY
@@ -74,7 +75,8 @@ def test_a_corrected_config_runs_where_the_bad_one_failed(tmp_path: Path, monkey
     bad = write(tmp_path / "bad.yaml", small(tmp_path / "out", agent={"options": {"mistakes": {"wrong_argumnt": 0.5}}}))
     assert invoke("run", str(bad), "--quiet").exit_code == 2
     assert not (tmp_path / "out").exists()
-    good = write(tmp_path / "good.yaml", small(tmp_path / "out", agent={"options": {"mistakes": {"wrong_argument": 0.5}}}))
+    fixed = {"options": {"mistakes": {"wrong_argument": 0.5}}}
+    good = write(tmp_path / "good.yaml", small(tmp_path / "out", agent=fixed))
     done = invoke("run", str(good), "--quiet")
     assert done.exit_code == 0, done.output
 
@@ -106,10 +108,10 @@ def test_set_overrides_config_keys(tmp_path: Path) -> None:
     assert [r.key for r in read_trajectories(tmp_path / "out")] == [("retail", "test", 4, 0)]
 
 
-def test_probe_falls_back_to_a_chat_request_without_a_models_route(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_probe_falls_back_to_a_chat_request_without_a_models_route(tmp_path: Path, monkeypatch) -> None:
     with ChatServer(lambda body: {"content": "hi"}, FaultPlan(api_key=KEY, models_route=False)) as server:
-        config = write(tmp_path / "c.yaml", small(tmp_path / "out", agent=endpoint(server.base_url), trials=1, tasks=[0],
-                                                    max_steps=1))
+        one = small(tmp_path / "out", agent=endpoint(server.base_url), trials=1, tasks=[0], max_steps=1)
+        config = write(tmp_path / "c.yaml", one)
         monkeypatch.setenv(KEY_ENV, KEY)
         assert invoke("collect", str(config), "--quiet").exit_code == 0
         ping = server.stats.requests[0]

@@ -210,7 +210,8 @@ def test_an_unreachable_hub_or_a_missing_token_is_one_line(case: str, releases: 
         env.pop("HF_TOKEN")
     else:
         args.append("--dry-run")
-    shown = subprocess.run([sys.executable, "-m", "castdata.cli", *args], env=env, capture_output=True, text=True, timeout=120)
+    command = [sys.executable, "-m", "castdata.cli", *args]
+    shown = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert shown.returncode == 2 and len(shown.stderr.splitlines()) == 1, shown.stderr[-3000:]
     expected = {"dead endpoint": "cannot reach the Hub at http://127.0.0.1:9", "offline": "(HF_HUB_OFFLINE is set)",
                 "no token": "no Hub token; set HF_TOKEN or run `hf auth login`"}[case]

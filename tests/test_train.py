@@ -31,6 +31,7 @@ from castdata.train.run import TRAINERS, train  # noqa: E402
 from castdata.train.shorten import OMITTED, fit_rows  # noqa: E402
 
 RECIPES = sorted((ROOT / "configs" / "train").glob("*.yaml"))
+NEEDS_TAG = "dataset.revision: a Hub dataset needs a release tag like v1.0.0 (or a commit sha)"
 SCRIPTS = {"critic_sft": "sft_critic.py", "policy_sft": "sft_policy.py", "policy_dpo": "dpo_policy.py"}
 
 
@@ -79,7 +80,7 @@ def test_recipes_parse_and_name_existing_dataset_configs(path: Path) -> None:
     recipe = load_recipe(path)
     config = recipe.dataset.config
     assert config in CONFIGS and config in TRAINERS and recipe.hardware
-    assert (recipe.dataset.path, recipe.dataset.repo) == ("runs/demo/dataset", None)  # the demo's build; a Hub release is --set
+    assert (recipe.dataset.path, recipe.dataset.repo) == ("runs/demo/dataset", None)  # the demo's build by default
     assert "--set dataset.path=null --set dataset.repo=ORG/NAME --set dataset.revision=v1.0.0" in path.read_text()
     assert path.stem.startswith({"critic_sft": "critic_", "policy_sft": "policy_qwen3", "policy_dpo": "policy_dpo_"}[config])
     assert (recipe.lora is not None) == path.stem.endswith("_lora")
@@ -93,8 +94,8 @@ def test_recipes_parse_and_name_existing_dataset_configs(path: Path) -> None:
     "change,expected",
     [
         (["dataset.config=critic_sfts"], "dataset.config: unknown dataset config 'critic_sfts'; allowed: trajectories, labels,"),
-        (["dataset.path=null", "dataset.repo=org/name"], "dataset.revision: a Hub dataset needs a release tag like v1.0.0 (or a commit sha), got None"),
-        (["dataset.path=null", "dataset.repo=org/name", "dataset.revision=main"], "dataset.revision: a Hub dataset needs a release tag like v1.0.0 (or a commit sha), got 'main'"),
+        (["dataset.path=null", "dataset.repo=org/name"], f"{NEEDS_TAG}, got None"),
+        (["dataset.path=null", "dataset.repo=org/name", "dataset.revision=main"], f"{NEEDS_TAG}, got 'main'"),
         (["dataset.config=policy_sft"], "dataset.config: this script trains on 'critic_sft', got 'policy_sft'"),
         (["training.learning_rat=1e-5"], "training.learning_rat: not a SFTConfig field"),
         (["dataset.path=/nowhere"], "dataset.path: /nowhere: not a dataset folder made by `castdata build`"),
@@ -111,8 +112,8 @@ def test_a_bad_recipe_is_one_clear_line_before_any_model_loads(change: list[str]
 
 
 def test_the_script_exits_2_with_one_line(tmp_path: Path) -> None:
-    args = ["--config", str(ROOT / "configs" / "train" / "critic_qwen3_0.6b.yaml"), "--set", "dataset.path=null", "--set",
-            "dataset.repo=org/name"]
+    recipe = str(ROOT / "configs" / "train" / "critic_qwen3_0.6b.yaml")
+    args = ["--config", recipe, "--set", "dataset.path=null", "--set", "dataset.repo=org/name"]
     result = subprocess.run([sys.executable, str(ROOT / "train" / "sft_critic.py"), *args], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "dataset.revision: a Hub dataset needs" in result.stderr
 
@@ -220,7 +221,8 @@ def test_long_rows_are_shortened_from_the_left_never_dropped(config: str, tiny_m
     from castdata.hub.local import local_split
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
-    rows = local_split(demo_dataset, config, "test").filter(lambda domain: domain == "telehealth", input_columns="domain")
+    rows = local_split(demo_dataset, config, "test")
+    rows = rows.filter(lambda domain: domain == "telehealth", input_columns="domain")
     lengths = sorted(token_length(tokenizer, row) for row in rows)
     max_length = lengths[len(lengths) // 2]
     fitted = fit_rows(rows, tokenizer, max_length, config)
@@ -237,13 +239,15 @@ def test_long_rows_are_shortened_from_the_left_never_dropped(config: str, tiny_m
         assert after["messages"][0] == before["messages"][0] and after["messages"][-1] == before["messages"][-1]
         if config == "critic_sft" and after["messages"] != before["messages"]:
             user = after["messages"][1]["content"]
-            assert OMITTED in user and user.split("Proposed action")[-1] == before["messages"][1]["content"].split("Proposed action")[-1]
+            proposed = before["messages"][1]["content"].split("Proposed action")[-1]
+            assert OMITTED in user and user.split("Proposed action")[-1] == proposed
         if config == "policy_sft" and after["messages"] != before["messages"]:
             assert after["messages"][1]["role"] == "user" and len(after["messages"]) < len(before["messages"])
 
 
-def test_a_max_length_nothing_fits_in_is_one_line(tiny_model: Path, demo_dataset: Path, capsys: pytest.CaptureFixture) -> None:
-    args = smoke_args("critic_qwen3_0.6b.yaml", tiny_model, demo_dataset, Path("unused"), **{"training.max_length": 256})
+def test_a_max_length_nothing_fits_in_is_one_line(tiny_model: Path, demo_dataset: Path, capsys) -> None:
+    tiny = {"training.max_length": 256}
+    args = smoke_args("critic_qwen3_0.6b.yaml", tiny_model, demo_dataset, Path("unused"), **tiny)
     with pytest.raises(SystemExit) as exited:
         train("critic_sft", args)
     assert exited.value.code == 2
@@ -252,7 +256,8 @@ def test_a_max_length_nothing_fits_in_is_one_line(tiny_model: Path, demo_dataset
 
 def test_the_cpu_smoke_command_runs_every_script(demo_dataset: Path, tmp_path: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, str(ROOT / "train" / "smoke_cpu.py"), str(demo_dataset), "--out", str(tmp_path), "--steps", "1"]
+    command = [sys.executable, str(ROOT / "train" / "smoke_cpu.py"), str(demo_dataset), "--out", str(tmp_path),
+               "--steps", "1"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = [line for line in result.stdout.splitlines() if line.split(":")[0] in smoke.RECIPES]  # TRL logs too

@@ -1,7 +1,8 @@
 """Merge a LoRA adapter into its base model, e.g. an SFT policy trained with LoRA before DPO starts from it.
 
     python train/merge_lora.py out/policy-qwen3-0.6b-lora out/policy-qwen3-0.6b-merged
-    python train/dpo_policy.py --config configs/train/policy_dpo_qwen3_0.6b.yaml --set model.id=out/policy-qwen3-0.6b-merged
+    python train/dpo_policy.py --config configs/train/policy_dpo_qwen3_0.6b.yaml \
+        --set model.id=out/policy-qwen3-0.6b-merged
 """
 
 import argparse

@@ -23,7 +23,8 @@ def hub_errors(repo: str) -> Iterator[None]:
     except HfHubHTTPError as err:
         raise HubRequestError(f"{repo}: the Hub refused the request: {str(err).splitlines()[0]}") from None
     except (httpx2.TransportError, ConnectionError) as err:
-        reason = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else (str(err).splitlines()[0] or type(err).__name__)
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        reason = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else reason
         raise HubRequestError(f"{repo}: cannot reach the Hub at {constants.ENDPOINT} ({reason})") from None
 
 

@@ -46,7 +46,8 @@ class ChatBackend:
     def __init__(self, spec: ModelSpec) -> None:
         unknown = sorted(set(spec.options) - self.OPTIONS)
         if unknown:
-            raise ConfigError(f"options.{unknown[0]}: unknown {spec.backend} option; allowed: {', '.join(sorted(self.OPTIONS))}")
+            allowed = ", ".join(sorted(self.OPTIONS))
+            raise ConfigError(f"options.{unknown[0]}: unknown {spec.backend} option; allowed: {allowed}")
         self.spec = spec
         self.traits = parse_traits(spec.options.get("traits", {}))
 

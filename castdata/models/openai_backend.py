@@ -3,8 +3,9 @@
 
 Native tool calls; a server without a tool-call parser that leaves `<tool_call>` blocks in the text is
 parsed too. Retries (429, 408, 409, 5xx, timeouts, dropped connections, 200s whose body is not JSON or is cut
-short, completions without choices) with backoff and `Retry-After` are ours (the client's own are off), inside an adaptive concurrency limit for the endpoint. The API key
-is read from `os.environ[spec.api_key_env]` at each request and never kept in the spec.
+short, completions without choices) with backoff and `Retry-After` are ours (the client's own are off), inside
+an adaptive concurrency limit for the endpoint. The API key is read from `os.environ[spec.api_key_env]` at each
+request and never kept in the spec.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import httpx2
 import openai
 
 from castdata.config import ConfigError
-from castdata.models.base import InfrastructureError, Reply, ToolCall
+from castdata.models.base import Reply, ToolCall
 from castdata.models.chat import ChatBackend, ChatCall, wire_messages
 from castdata.models.limits import AdaptiveLimiter
 from castdata.models.retry import RetryPolicy, Transient, call_with_retries

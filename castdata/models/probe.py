@@ -53,8 +53,10 @@ async def _probe(spec: ModelSpec, url: str, url_field: str, key_field: str) -> N
         except openai.APIStatusError as err:
             if err.status_code not in NO_ROUTE:
                 raise
-            ping = [{"role": "user", "content": "ping"}]
-            await asyncio.wait_for(client.chat.completions.create(model=spec.model, messages=ping, max_completion_tokens=1), timeout)
+            ping = client.chat.completions.create(
+                model=spec.model, messages=[{"role": "user", "content": "ping"}], max_completion_tokens=1
+            )
+            await asyncio.wait_for(ping, timeout)
     except openai.APIStatusError as err:
         if err.status_code in (401, 403):
             raise EndpointError(_refused(spec, url, key_field, err.status_code)) from None

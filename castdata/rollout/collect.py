@@ -141,7 +141,12 @@ async def _each(keys: Iterable[EpisodeKey]) -> AsyncIterator[EpisodeKey]:
 
 
 async def collect_async(
-    config: CollectConfig, out: Path | str, *, force: bool = False, progress: Progress | None = None, limit: int | None = None
+    config: CollectConfig,
+    out: Path | str,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    limit: int | None = None,
 ) -> dict:
     """Run every pending episode of `config` (the first `limit` planned, when given) into `out` (a path; with
     `executor: ray` also an fsspec URL); returns the final manifest. Everything is checked before anything is
@@ -168,7 +173,13 @@ async def collect_async(
 
 
 async def _collect_local(
-    config: CollectConfig, out: Path, keys: list[EpisodeKey], agent: Backend, user: Backend, force: bool, progress: Progress
+    config: CollectConfig,
+    out: Path,
+    keys: list[EpisodeKey],
+    agent: Backend,
+    user: Backend,
+    force: bool,
+    progress: Progress,
 ) -> dict:
     manifest = prepare_run_dir(config, out, force)
     done = finished_keys(out)
@@ -203,12 +214,16 @@ def _refuse_all_failed(counts: dict[str, int], out: Path | str) -> None:
         return
     first = ""
     if isinstance(out, Path):
-        error = next((r.outcome.error for r in iter_trajectories(out) if r.outcome.termination_reason == "infrastructure_error"), None)
+        records = iter_trajectories(out)
+        error = next((r.outcome.error for r in records if r.outcome.termination_reason == "infrastructure_error"), None)
         first = f"; first error: {error}" if error else ""
-    raise RunFailed(f"all {counts['ran_now']} episodes run into {out} ended in infrastructure_error{first}; rerunning retries them")
+    ran = counts["ran_now"]
+    raise RunFailed(f"all {ran} episodes run into {out} ended in infrastructure_error{first}; rerunning retries them")
 
 
-def collect(config: CollectConfig, out: Path | str, *, force: bool = False, show_progress: bool = True, limit: int | None = None) -> dict:
+def collect(
+    config: CollectConfig, out: Path | str, *, force: bool = False, show_progress: bool = True, limit: int | None = None
+) -> dict:
     """Synchronous `collect_async` with a rich progress bar (episodes, success rate, tokens, cost, episodes/s)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 

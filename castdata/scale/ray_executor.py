@@ -44,7 +44,9 @@ def import_ray() -> Any:
     return ray
 
 
-async def collect_on_ray(config: CollectConfig, out: Path | str, keys: list[EpisodeKey], *, force: bool, progress: Progress) -> dict:
+async def collect_on_ray(
+    config: CollectConfig, out: Path | str, keys: list[EpisodeKey], *, force: bool, progress: Progress
+) -> dict:
     """Run the pending episodes among `keys` (planned from `config`) into `out` (a path every node mounts, or an
     fsspec URL) on Ray; returns the final manifest. Uses the Ray instance this process has joined, else
     `executor.ray.address`."""

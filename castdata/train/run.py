@@ -30,7 +30,8 @@ def fit(trainer_class: type, args: Any, recipe: Recipe) -> Any:
     """Load the data and the tokenizer (cheap, so a bad recipe fails first), then the model; train; save to `output_dir`."""
     train, evaluation = load_splits(recipe)
     tokenizer = load_tokenizer(recipe.model, args)
-    train, evaluation = (fit_split(name, rows, tokenizer, args, recipe) for name, rows in (("train", train), ("eval", evaluation)))
+    train = fit_split("train", train, tokenizer, args, recipe)
+    evaluation = fit_split("eval", evaluation, tokenizer, args, recipe)
     trainer = trainer_class(
         model=load_model(recipe.model),
         args=args,

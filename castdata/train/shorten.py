@@ -43,7 +43,9 @@ def fit_rows(rows: Dataset, tokenizer: Any, max_length: int | None, config: str)
     def length(row: dict[str, Any]) -> int:
         messages = row["messages"] if "messages" in row else row["prompt"] + _longer(row["chosen"], row["rejected"])
         kwargs = row.get("chat_template_kwargs") or {}
-        return len(tokenizer.apply_chat_template(messages, tools=row.get("tools"), tokenize=True, return_dict=True, **kwargs)["input_ids"])
+        tools = row.get("tools")
+        encoded = tokenizer.apply_chat_template(messages, tools=tools, tokenize=True, return_dict=True, **kwargs)
+        return len(encoded["input_ids"])
 
     counts = {"shortened": 0, "dropped": 0}
 
@@ -57,19 +59,23 @@ def fit_rows(rows: Dataset, tokenizer: Any, max_length: int | None, config: str)
     mapped = rows.map(fit, load_from_cache_file=False)
     kept = mapped.filter(lambda fits: fits, input_columns="_fits").remove_columns("_fits")
     if len(kept) == 0 and len(rows) > 0:
-        raise ConfigError(f"training.max_length: {max_length} tokens do not hold the system turn and the trained answer of any "
-                          f"{config} row, even with no history left; raise max_length")
+        raise ConfigError(f"training.max_length: {max_length} tokens do not hold the system turn and the trained "
+                          f"answer of any {config} row, even with no history left; raise max_length")
     return Fitted(kept, counts["shortened"], counts["dropped"])
 
 
 def report(split: str, fitted: Fitted, max_length: int | None) -> None:
     """Say on stderr how many rows of a split were shortened (and dropped) to fit `max_length`."""
     if fitted.shortened or fitted.dropped:
-        print(f"{split}: {fitted.shortened} rows shortened from the left of their history to fit max_length {max_length}"
-              + (f"; {fitted.dropped} dropped (too long even with no history)" if fitted.dropped else ""), file=sys.stderr)
+        dropped = f"; {fitted.dropped} dropped (too long even with no history)" if fitted.dropped else ""
+        print(f"{split}: {fitted.shortened} rows shortened from the left of their history to fit max_length "
+              f"{max_length}{dropped}", file=sys.stderr)
 
 
-def _fit(row: dict[str, Any], shorten: Callable[[dict[str, Any], int], dict[str, Any] | None], fits: Callable[[dict], bool]) -> dict | None:
+Shorten = Callable[[dict[str, Any], int], "dict[str, Any] | None"]
+
+
+def _fit(row: dict[str, Any], shorten: Shorten, fits: Callable[[dict], bool]) -> dict | None:
     """The row with the fewest history items cut that fits (binary search over the number cut), or None."""
     low, high = 1, _items(row, shorten)
     if high == 0 or not fits(shorten(row, high)):
@@ -83,7 +89,7 @@ def _fit(row: dict[str, Any], shorten: Callable[[dict[str, Any], int], dict[str,
     return shorten(row, low)
 
 
-def _items(row: dict[str, Any], shorten: Callable) -> int:
+def _items(row: dict[str, Any], shorten: Shorten) -> int:
     """How many history items the row has to cut (the largest count `shorten` accepts)."""
     count = 0
     while shorten(row, count + 1) is not None:
@@ -128,4 +134,5 @@ def _cut_history(messages: list[dict[str, Any]], cut: int) -> list[dict[str, Any
 
 
 def _longer(chosen: list[dict[str, Any]], rejected: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return chosen if sum(len(str(m.get("content") or "")) for m in chosen) >= sum(len(str(m.get("content") or "")) for m in rejected) else rejected
+    """The longer answer of a DPO pair (by text), the one that must fit."""
+    return max(chosen, rejected, key=lambda turns: sum(len(str(turn.get("content") or "")) for turn in turns))

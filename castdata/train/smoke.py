@@ -8,7 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-RECIPES = {"critic_sft": "critic_qwen3_0.6b.yaml", "policy_sft": "policy_qwen3_0.6b.yaml", "policy_dpo": "policy_dpo_qwen3_0.6b.yaml"}
+RECIPES = {
+    "critic_sft": "critic_qwen3_0.6b.yaml",
+    "policy_sft": "policy_qwen3_0.6b.yaml",
+    "policy_dpo": "policy_dpo_qwen3_0.6b.yaml",
+}
 """The recipe each smoke run starts from (every other key of it is kept)."""
 SAMPLE_ROWS = 10  # rows per config whose text the tokenizer learns (shorter sequences than bytes)
 
@@ -22,7 +26,8 @@ def tiny_model(dataset: Path, out: Path, split: str = "test") -> Path:
     for config in ("critic_sft", "policy_sft"):
         rows = local_split(dataset, config, split)
         for row in rows.select(range(0, len(rows), max(1, len(rows) // SAMPLE_ROWS))):
-            corpus += [m["content"] for m in row["messages"] if m["content"]] + [json.dumps(t) for t in row.get("tools") or []]
+            corpus += [m["content"] for m in row["messages"] if m["content"]]
+            corpus += [json.dumps(tool) for tool in row.get("tools") or []]
     return build_tiny_qwen3(out, corpus=corpus, vocab_size=8000)
 
 
@@ -31,10 +36,11 @@ def overrides(model: Path, dataset: Path, out: Path, steps: int = 3, split: str 
     two rows of its telehealth domain (the shorter policy, so the shorter rows)."""
     values = {
         "model.id": str(model), "dataset.repo": None, "dataset.path": str(dataset), "dataset.train_split": split,
-        "dataset.eval_split": None, "dataset.domains": ["telehealth"], "dataset.limit": 2, "training.output_dir": str(out),
-        "training.max_steps": steps, "training.eval_strategy": "no", "training.save_strategy": "no",
-        "training.logging_steps": 1, "training.per_device_train_batch_size": 1, "training.gradient_accumulation_steps": 1,
-        "training.learning_rate": 1e-3, "training.warmup_steps": 0, "training.max_length": 6144, **more,
+        "dataset.eval_split": None, "dataset.domains": ["telehealth"], "dataset.limit": 2,
+        "training.output_dir": str(out), "training.max_steps": steps, "training.eval_strategy": "no",
+        "training.save_strategy": "no", "training.logging_steps": 1, "training.per_device_train_batch_size": 1,
+        "training.gradient_accumulation_steps": 1, "training.learning_rate": 1e-3, "training.warmup_steps": 0,
+        "training.max_length": 6144, **more,
     }
     return [part for key, value in values.items() for part in ("--set", f"{key}={json.dumps(value)}")]
 

@@ -1,6 +1,7 @@
 """Offline tiny Qwen3: a random-weight `Qwen3ForCausalLM` with a locally trained tokenizer and the real chat template.
 
-The CPU smoke run (`train/smoke_cpu.py`) and the tests cannot download `Qwen/Qwen3-0.6B`, so `build_tiny_qwen3` makes a stand-in that exercises the same code paths:
+The CPU smoke run (`train/smoke_cpu.py`) and the tests cannot download `Qwen/Qwen3-0.6B`, so `build_tiny_qwen3`
+makes a stand-in that exercises the same code paths:
 
 - a byte-level BPE tokenizer with Qwen2/Qwen3's normalizer, pre-tokenizer split and decoder, trained on a small
   deterministic corpus, plus Qwen3's chat and tool markup tokens (`<|im_start|>`, `<tool_call>`, `<think>`, ...),
