@@ -222,7 +222,7 @@ def test_long_rows_are_shortened_from_the_left_never_dropped(config: str, tiny_m
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     rows = local_split(demo_dataset, config, "test")
-    rows = rows.filter(lambda domain: domain == "telehealth", input_columns="domain")
+    rows = rows.filter(lambda domain: domain == "telehealth", input_columns="domain").select(range(16))
     lengths = sorted(token_length(tokenizer, row) for row in rows)
     max_length = lengths[len(lengths) // 2]
     fitted = fit_rows(rows, tokenizer, max_length, config)
