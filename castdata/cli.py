@@ -15,19 +15,50 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build, publi
 
 
 def _user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn expected user errors (bad config, bad input) into one line on stderr and exit code 2."""
+    """Turn expected user errors (bad config, bad input, a dead endpoint) into one line on stderr and exit code 2,
+    and a run that produced nothing (`RunFailed`) into one line and exit code 1; keys redacted."""
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from castdata.errors import USER_ERRORS
+        from castdata.errors import USER_ERRORS, RunFailed
+        from castdata.redact import redact_error
 
         try:
             return command(*args, **kwargs)
         except USER_ERRORS as err:
-            typer.echo(f"error: {err}", err=True)
+            typer.echo(redact_error(f"error: {err}"), err=True)
             raise typer.Exit(2) from None
+        except RunFailed as err:
+            typer.echo(redact_error(f"failed: {err}"), err=True)
+            raise typer.Exit(1) from None
 
     return wrapper
+
+
+def _version(show: bool) -> None:
+    if show:
+        from castdata import __version__
+
+        typer.echo(f"castdata {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Build, publish and train on CAST critique datasets."""
+
+
+Limit = Annotated[
+    Optional[int], typer.Option(min=1, help="Run only the first N planned episodes (a rerun without it continues).")
+]
+Overrides = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", metavar="KEY=VALUE", help="Override a config key, e.g. --set trials=2 (repeatable)."),
+]
 
 
 def _show(result: Any, as_json: bool, render: Callable[[Any], None]) -> None:
@@ -45,14 +76,16 @@ def collect(
     out: Annotated[Optional[str], typer.Option(help="Run directory, or an fsspec URL with `executor: ray` (default: the config's `out`).")] = None,
     force: Annotated[bool, typer.Option(help="Continue into a run directory made with another config.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+    limit: Limit = None,
+    overrides: Overrides = None,
 ) -> None:
     """Collect trajectories: k trials per task, resumable."""
     from castdata.config import CollectConfig, PipelineConfig, load_config
     from castdata.rollout.collect import collect as run_collect
     from castdata.scale.location import run_location
 
-    cfg: CollectConfig = load_config(config, PipelineConfig).collect_part()
-    manifest = run_collect(cfg, run_location(out or cfg.out), force=force, show_progress=not quiet)
+    cfg: CollectConfig = load_config(config, PipelineConfig, overrides or ()).collect_part()
+    manifest = run_collect(cfg, run_location(out or cfg.out), force=force, show_progress=not quiet, limit=limit)
     typer.echo(f"collected into {out or cfg.out}: {json.dumps(manifest['counts'])}")
 
 
@@ -91,18 +124,21 @@ def build(
     run_dirs: Annotated[list[Path], typer.Argument(help="Labelled run directories (one or more).")],
     out: Annotated[Optional[Path], typer.Option(help="Dataset folder (default: the config's build.out, else RUN_DIR/dataset).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="Pipeline YAML; its `build:` section configures this stage.")] = None,
+    quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
 ) -> None:
     """Build the dataset configs (Parquet), card, plots and manifest from labelled runs."""
     from castdata.build.dataset import build_dataset
     from castdata.config import PipelineConfig, load_config
     from castdata.errors import InputError
+    from castdata.ui import counting
 
     options = load_config(config, PipelineConfig).build if config else PipelineConfig().build
     out = out or (Path(options.out) if options.out else None)
     if out is None and len(run_dirs) > 1:
         raise InputError("--out is required when building from several runs")
     out = out or run_dirs[0] / "dataset"
-    manifest = build_dataset(run_dirs, out, options)
+    with counting("build", show=not quiet) as on_episode:
+        manifest = build_dataset(run_dirs, out, options, on_episode)
     for name, splits in manifest["configs"].items():
         typer.echo(f"{name}: " + ", ".join(f"{split} {entry['rows']}" for split, entry in splits.items()))
     typer.echo(f"built {out}")
@@ -153,11 +189,15 @@ def run(
     config: Annotated[Path, typer.Argument(help="Pipeline YAML: collection keys, and label/build/publish sections.")],
     out: Annotated[Optional[Path], typer.Option(help="Run directory (default: the config's `out`).")] = None,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+    force: Annotated[bool, typer.Option(help="Continue into a run directory made with another config.")] = False,
+    limit: Limit = None,
+    overrides: Overrides = None,
 ) -> None:
     """The whole job: collect, label, build (and publish with a `publish:` section); reruns skip finished stages."""
     from castdata.pipeline import run_pipeline
 
-    dataset_dir = run_pipeline(config, out, show_progress=not quiet, echo=typer.echo)
+    dataset_dir = run_pipeline(config, out, show_progress=not quiet, echo=typer.echo, force=force, limit=limit,
+                               overrides=overrides or ())
     typer.echo(f"dataset: {dataset_dir}")
 
 
@@ -168,13 +208,15 @@ def eval_policy(
     out: Annotated[Optional[Path], typer.Option(help="Output folder (default: the config's `out`).")] = None,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    limit: Limit = None,
+    overrides: Overrides = None,
 ) -> None:
     """pass^k of a policy on a domain's tasks, without and with a critic guarding its actions, side by side."""
     from castdata.config import load_config
     from castdata.critic.eval_policy import EvalConfig, print_comparison, run_eval
 
-    cfg: EvalConfig = load_config(config, EvalConfig)
-    comparison = run_eval(cfg, out or Path(cfg.out), show_progress=not quiet)
+    cfg: EvalConfig = load_config(config, EvalConfig, overrides or ())
+    comparison = run_eval(cfg, out or Path(cfg.out), show_progress=not quiet, limit=limit)
     _show(comparison, as_json, print_comparison)
 
 
@@ -198,6 +240,19 @@ def eval_critic(
         raise ConfigError(f"{config}: critic: required (a model spec)")
     result = evaluate_critic(open_critic(cfg.critic), data, split, limit, cfg.concurrency)
     _show(result, as_json, print_metrics)
+
+
+@app.command()
+@_user_errors
+def validate(
+    config: Annotated[Path, typer.Argument(help="A pipeline, collect or eval YAML.")],
+    probe: Annotated[bool, typer.Option(help="Also probe each model endpoint (a request to each server).")] = False,
+    overrides: Overrides = None,
+) -> None:
+    """Check a config without running anything: keys, tasks, model specs and keys' variables (and endpoints)."""
+    from castdata.preflight import validate_config
+
+    typer.echo(validate_config(config, overrides or (), probe=probe))
 
 
 @app.command()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -83,7 +84,11 @@ class CollectConfig(BaseModel):
         """The agent backend the episodes run (`castdata eval` wraps it in a critic guard)."""
         from castdata.models import open_backend
 
-        return open_backend(self.agent)
+        return open_backend(self.agent, "agent")
+
+    def endpoints(self) -> dict[str, ModelSpec | None]:
+        """The model specs whose endpoints a run needs, by their place in the config (for the endpoint probe)."""
+        return {"agent": self.agent, "user": self.user}
 
     def fingerprint(self) -> str:
         """A hash of everything that determines the episodes (not `out`, `concurrency` or `executor`)."""
@@ -115,21 +120,97 @@ def one_line_error(err: ValidationError, model: type[BaseModel]) -> str:
             candidates = [annotation, *get_args(annotation)]  # unwrap `Model | None`
             fields = next((c.model_fields for c in candidates if hasattr(c, "model_fields")), {})
         return f"{where}: unknown key; allowed: {', '.join(fields)}"
-    return f"{where}: {first['msg']} (got {first.get('input')!r})"
+    return f"{where}: {first['msg'].removeprefix('Value error, ')} (got {first.get('input')!r})"
 
 
-def load_config(path: str | Path, model: type[BaseModel] = PipelineConfig) -> Any:
-    """Read and validate a YAML config; every problem is a `ConfigError` naming the key."""
+def load_config(path: str | Path, model: type[BaseModel] = PipelineConfig, overrides: Iterable[str] = ()) -> Any:
+    """Read and validate a YAML config, after `overrides` (`--set KEY=VALUE`); every problem is a `ConfigError`
+    naming the file, the line and column where YAML gives them, and the full dotted key."""
     path = Path(path)
+    text = read_text(path)
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
+        raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}".splitlines()[0]) from None
+        where = _at(getattr(err, "problem_mark", None))
+        raise ConfigError(f"{path}{where}: not valid YAML: {_yaml_problem(err)}") from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: must be a mapping of keys to values")
+        raise ConfigError(f"{path}: must be a mapping of keys to values (got {type(raw).__name__})")
+    for assignment in overrides:
+        apply_override(raw, assignment)
     try:
         return model(**raw)
     except ValidationError as err:
-        raise ConfigError(one_line_error(err, model)) from None
+        where = _key_mark(text, err.errors()[0]["loc"]) if not overrides else None
+        raise ConfigError(f"{path}{_at(where)}: {one_line_error(err, model)}") from None
+
+
+def read_text(path: Path) -> str:
+    """A config file's text; a missing file, a folder, an unreadable or non-UTF-8 file is a `ConfigError`."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a config file") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: not readable (permission denied)") from None
+    except UnicodeDecodeError as err:
+        byte = err.object[err.start]
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{byte:02x} at offset {err.start})") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot be read ({err.strerror or err})") from None
+
+
+def apply_override(raw: dict[str, Any], assignment: str) -> None:
+    """Apply one `--set dotted.key=value` (value parsed as YAML; numbers as JSON reads them) to a raw config."""
+    key, sep, value = assignment.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--set {assignment!r}: expected KEY=VALUE, e.g. trials=2 or agent.model=gpt-4.1")
+    *parents, leaf = key.split(".")
+    node = raw
+    for part in parents:
+        if node.get(part) is None:  # absent, or null (e.g. `lora: null`)
+            node[part] = {}
+        node = node[part]
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {assignment!r}: {part} is not a section")
+    try:
+        node[leaf] = json.loads(value)  # YAML takes 1e-5 for a string
+    except ValueError:
+        try:
+            node[leaf] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {assignment!r}: the value is not valid YAML") from None
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    problem = getattr(err, "problem", None)
+    context = getattr(err, "context", None)
+    return " ".join(part for part in (context, problem) if part) or str(err).splitlines()[0]
+
+
+def _at(mark: Any) -> str:
+    """`:line:column` (1-based) of a PyYAML mark, or nothing."""
+    return f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+
+
+def _key_mark(text: str, loc: tuple) -> Any:
+    """Where the key at `loc` (a pydantic error location) is written in the YAML text: the mark of the deepest
+    part of it that is there (a missing key points at its section)."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    mark = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if k.value == str(part)), None)
+            if found is None:
+                break
+            mark, node = found[0].start_mark, found[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            mark = node.start_mark
+        else:
+            break
+    return mark

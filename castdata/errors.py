@@ -32,8 +32,17 @@ class VersionError(UserError, ValueError):
     """A release version that is not semantic (X.Y.Z), already published, or not published."""
 
 
+class EndpointError(UserError, RuntimeError):
+    """A model endpoint that cannot serve the run (nothing listens, no such host, not a URL, key refused); the
+    message names the config field (`agent.base_url`, `agent.api_key_env`), never the key itself."""
+
+
 class HubRequestError(UserError, RuntimeError):
     """The Hub refused a request (permissions, quota, conflict); the message names the repo and the reason."""
+
+
+class RunFailed(RuntimeError):
+    """A run that produced nothing usable (every episode ended in `infrastructure_error`): one line, exit 1."""
 
 
 USER_ERRORS: tuple[type[Exception], ...] = (UserError, FileNotFoundError)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +52,47 @@ class _Stages:
         self.echo(f"{stage}: {summary}")
 
 
-def run_pipeline(config_path: Path, out: Path | None = None, *, show_progress: bool = False, echo: Callable[[str], None] = print) -> Path:
-    """Run every stage of a pipeline config; returns the dataset folder."""
+def check_later_stages(config: PipelineConfig, label_config: Any) -> None:
+    """What the label and publish stages need, checked before collection writes anything: the teacher's
+    endpoint, and a Hub token."""
+    import asyncio
+
+    from castdata.models.probe import probe_endpoints
+
+    asyncio.run(probe_endpoints({"label.teacher": label_config.teacher}))
+    if config.publish is not None:
+        from castdata.hub.api import require_token
+
+        require_token(config.publish.repo)
+
+
+def run_pipeline(
+    config_path: Path,
+    out: Path | None = None,
+    *,
+    show_progress: bool = False,
+    echo: Callable[[str], None] = print,
+    force: bool = False,
+    limit: int | None = None,
+    overrides: Iterable[str] = (),
+) -> Path:
+    """Run every stage of a pipeline config (with `overrides`, `--set KEY=VALUE`); returns the dataset folder.
+    `force` and `limit` are collect's (`castdata.rollout.collect.collect`)."""
     from castdata.build.dataset import MANIFEST, build_dataset
     from castdata.label.run import LABELS, label_run, load_label_config
     from castdata.rollout.collect import collect
+    from castdata.ui import counting
 
-    config: PipelineConfig = load_config(config_path, PipelineConfig)
-    label_config = load_label_config(config_path)
+    config: PipelineConfig = load_config(config_path, PipelineConfig, overrides)
+    label_config = load_label_config(config_path, overrides)
+    check_later_stages(config, label_config)
     run_dir = Path(out or config.out)
     dataset_dir = Path(config.build.out) if config.build.out else run_dir / "dataset"
     stages = _Stages(run_dir, echo)
 
     def do_collect() -> str:
-        counts = collect(config.collect_part(), run_dir, show_progress=show_progress)["counts"]
+        manifest = collect(config.collect_part(), run_dir, show_progress=show_progress, force=force, limit=limit)
+        counts = manifest["counts"]
         return f"{counts['finished']} of {counts['planned']} episodes in {run_dir}"
 
     def do_label() -> str:
@@ -73,11 +100,12 @@ def run_pipeline(config_path: Path, out: Path | None = None, *, show_progress: b
         return f"{labels['total']} labels ({json.dumps(labels['verdicts'])})"
 
     def do_build() -> str:
-        manifest = build_dataset([run_dir], dataset_dir, config.build)
+        with counting("build", show=show_progress) as on_episode:
+            manifest = build_dataset([run_dir], dataset_dir, config.build, on_episode)
         rows = {name: sum(entry["rows"] for entry in splits.values()) for name, splits in manifest["configs"].items()}
         return f"{dataset_dir}: {json.dumps(rows)}"
 
-    stages.run("collect", _key(config.collect_part().fingerprint()), run_dir / TRAJECTORIES, do_collect)
+    stages.run("collect", _key(config.collect_part().fingerprint(), limit), run_dir / TRAJECTORIES, do_collect)
     trajectories = _folder_digest(run_dir / TRAJECTORIES)
     stages.run("label", _key(trajectories, label_config.model_dump()), run_dir / LABELS, do_label)
     labels = _folder_digest(run_dir / LABELS)

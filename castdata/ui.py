@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 from rich.console import Console
 from rich.table import Table
 
@@ -34,3 +37,17 @@ def print_report(summary: dict) -> None:
         cost = "" if sums["cost_usd"] is None else f"{sums['cost_usd']:.4f}"
         usage.add_row(domain, agent, str(sums["prompt_tokens"]), str(sums["completion_tokens"]), cost)
     console.print(usage)
+
+
+@contextmanager
+def counting(stage: str, show: bool = True) -> Iterator[Callable[[], None]]:
+    """A live count of the items a stage has done (`build: 120 episodes`); yields the callback to call per item."""
+    if not show:
+        yield lambda: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn(f"{stage}: {{task.completed}} episodes"), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as bar:
+        handle = bar.add_task(stage, total=None)
+        yield lambda: bar.advance(handle)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 
@@ -16,3 +19,21 @@ def private_datasets_cache(tmp_path_factory, monkeypatch):
     except ImportError:
         return
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", cache)
+
+
+@pytest.fixture(scope="session")
+def demo_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The full demo run, labelled, and the dataset built from it: made once per test session (under xdist, once
+    for all workers, behind a file lock). Read-only for the tests that share it."""
+    from filelock import FileLock
+
+    from build_helpers import labelled_run
+    from castdata.build.dataset import MANIFEST, build_dataset
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = shared / "demo-build"
+    with FileLock(str(shared / "demo-build.lock")):
+        if not (root / "dataset" / MANIFEST).exists():
+            build_dataset([labelled_run(root / "run")], root / "dataset")
+    return root / "run", root / "dataset"

@@ -30,8 +30,8 @@ from typing import Any, Literal, cast
 
 Message = dict[str, Any]
 Responder = Callable[[dict[str, Any]], Message]
-Outcome = Literal["ok", "429", "500", "drop", "malformed", "error"]
-OUTCOMES: tuple[Outcome, ...] = ("ok", "429", "500", "drop", "malformed", "error")
+Outcome = Literal["ok", "429", "500", "401", "drop", "truncated", "empty", "malformed", "error"]
+OUTCOMES: tuple[Outcome, ...] = ("ok", "429", "500", "401", "drop", "truncated", "empty", "malformed", "error")
 
 _CHAT_PATH = "/v1/chat/completions"
 _MODELS_PATH = "/v1/models"
@@ -58,15 +58,25 @@ class FaultPlan:
     """Probability of HTTP 500."""
     rate_drop: float = 0.0
     """Probability of closing the connection without sending any response."""
+    rate_truncated: float = 0.0
+    """Probability of a 200 whose JSON body is cut in half (``Content-Length`` matching the cut body)."""
+    rate_empty: float = 0.0
+    """Probability of a 200 completion with an empty ``choices`` list."""
     rate_malformed: float = 0.0
     """Probability of a 200 whose tool-call ``arguments`` are truncated (not valid JSON).
     Applies only when the responder's message has tool calls; otherwise the request is ok."""
     fail_first_n: int = 0
     """The first ``n`` requests are answered with HTTP 500 regardless of the rates."""
+    api_key: str | None = None
+    """When set, every request (``/models`` included) without ``Authorization: Bearer <api_key>`` gets a 401
+    whose body quotes the key it was sent, as real servers do."""
+    models_route: bool = True
+    """False: ``GET /models`` answers 404, as servers without that route do."""
     seed: int = 0
 
     def __post_init__(self) -> None:
-        rates = (self.rate_429, self.rate_500, self.rate_drop, self.rate_malformed)
+        rates = (self.rate_429, self.rate_500, self.rate_drop, self.rate_truncated, self.rate_empty,
+                 self.rate_malformed)
         if any(not 0.0 <= rate <= 1.0 for rate in rates) or sum(rates) >= 1.0:
             raise ValueError(f"fault rates must lie in [0, 1] and sum to < 1, got {rates}")
         if self.latency_s < 0 or self.retry_after_s < 0 or self.fail_first_n < 0:
@@ -81,6 +91,8 @@ class FaultPlan:
             ("429", self.rate_429),
             ("500", self.rate_500),
             ("drop", self.rate_drop),
+            ("truncated", self.rate_truncated),
+            ("empty", self.rate_empty),
             ("malformed", self.rate_malformed),
         )
         for outcome, rate in faults:
@@ -107,6 +119,8 @@ class ServerStats:
     """Parsed request bodies, in arrival order."""
     headers: list[dict[str, str]] = field(default_factory=list)
     """Request headers (lower-cased names), aligned with ``requests``."""
+    models_requests: int = 0
+    """``GET`` requests (``/models`` probes) that got past the key check."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
@@ -149,17 +163,33 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Silence per-request logging."""
 
+    def refused_key(self) -> bool:
+        """Answer 401 (quoting the key sent) when the server wants a key and did not get it; True if it did."""
+        wanted = self.owner.faults.api_key
+        sent = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        if wanted is None or sent == wanted:
+            return False
+        self.owner._record("401")
+        self.send_json(401, _error_body(f"Incorrect API key provided: {sent}", "invalid_api_key"))
+        return True
+
     def do_GET(self) -> None:
-        if self.path.rstrip("/") == _MODELS_PATH:
-            model = {"id": "test-model", "object": "model", "created": 0, "owned_by": "castdata-tests"}
-            self.send_json(200, {"object": "list", "data": [model]})
-        else:
+        if self.path.rstrip("/") != _MODELS_PATH or not self.owner.faults.models_route:
             self.send_json(404, _error_body(f"no route for GET {self.path}", "not_found"))
+            return
+        if self.refused_key():
+            return
+        with self.owner.stats.lock:
+            self.owner.stats.models_requests += 1
+        model = {"id": "test-model", "object": "model", "created": 0, "owned_by": "castdata-tests"}
+        self.send_json(200, {"object": "list", "data": [model]})
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.path.rstrip("/") != _CHAT_PATH:
             self.send_json(404, _error_body(f"no route for POST {self.path}", "not_found"))
+            return
+        if self.refused_key():
             return
         try:
             body = json.loads(raw)
@@ -173,9 +203,13 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self.owner._chat(self, body)
 
-    def send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        """Write a complete JSON response with Content-Length (keeps the connection reusable)."""
+    def send_json(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None, cut: bool = False
+    ) -> None:
+        """Write a complete JSON response with Content-Length (keeps the connection reusable); `cut` sends
+        only the first half of the JSON text."""
         data = json.dumps(payload).encode()
+        data = data[: len(data) // 2] if cut else data
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -192,7 +226,7 @@ class ChatServer:
     ``{"content": None, "tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]}``.
     Missing ``role``/``content``/tool-call ``id``/``type`` are filled in and dict ``arguments``
     are JSON-encoded. The responder is called only for requests planned ``ok`` or ``malformed``,
-    so injected 429/500/drop faults never advance a stateful responder.
+    so injected 429/500/drop/truncated/empty faults never advance a stateful responder.
     """
 
     def __init__(self, responder: Responder, faults: FaultPlan | None = None) -> None:
@@ -290,6 +324,14 @@ class ChatServer:
         if planned == "drop":
             self._record("drop")
             handler.close_connection = True
+            return
+        if planned in ("truncated", "empty"):
+            self._record(planned)
+            message = {"role": "assistant", "content": "this reply never arrives whole"}
+            completion = _completion(body, message, index)
+            if planned == "empty":
+                completion["choices"] = []
+            handler.send_json(200, completion, cut=planned == "truncated")
             return
         try:
             message = _normalise_message(self.responder(body), index)

@@ -10,6 +10,7 @@ cannot change the play, and a faulty run must reach the same rewards as a clean 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ TICKET = re.compile(r"\[ticket (\w+)/(\w+)/(\d+)\]")
 MALFORMED_OBSERVATION = "Error: the arguments of"
 MISTAKES = {"premature_end": 0.3, "missing_output": 0.5}  # with seed 0: tasks 2 and 3 end too early
 FAULTS = FaultPlan(rate_429=0.07, rate_500=0.07, rate_drop=0.06, rate_malformed=0.08, retry_after_s=0.001, latency_s=0.001, seed=3)
+RETRYABLE = FaultPlan(rate_429=0.04, rate_500=0.04, rate_drop=0.04, rate_truncated=0.04, rate_empty=0.04,
+                      retry_after_s=0.001, seed=4)  # 20% of requests fail, every one of them retryable
 
 
 class Playbook:
@@ -102,16 +105,39 @@ def playbook() -> Playbook:
     return Playbook("retail", "test")
 
 
-def test_faulty_run_matches_clean_run(tmp_path: Path, playbook: Playbook) -> None:
-    with ChatServer(playbook) as server:
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory, playbook: Playbook) -> Path:
+    """A fault-free run of the test config."""
+    tmp_path = tmp_path_factory.mktemp("clean")
+    with pytest.MonkeyPatch.context() as env, ChatServer(playbook) as server:
+        env.setenv(KEY_ENV, KEY)
         collect(write_config(tmp_path / "clean.yaml", server), tmp_path / "clean")
         assert server.stats.outcomes["ok"] == server.stats.total
+    return tmp_path / "clean"
+
+
+def test_retryable_faults_change_nothing(tmp_path: Path, playbook: Playbook, clean: Path) -> None:
+    with ChatServer(playbook, RETRYABLE) as server:
+        collect(write_config(tmp_path / "faulty.yaml", server), tmp_path / "faulty")
+        outcomes = dict(server.stats.outcomes)
+    assert min(outcomes[kind] for kind in ("429", "500", "drop", "truncated", "empty")) > 0
+    assert sum(outcomes.values()) - outcomes["ok"] >= 0.1 * sum(outcomes.values())  # 20% planned, over ~130 requests
+    assert played(tmp_path / "faulty") == played(clean)
+
+
+def played(run_dir: Path) -> dict[tuple, tuple[float, str]]:
+    """Each episode's reward and messages (tool-call ids, which the server numbers by request, left out)."""
+    ids = re.compile(r'"(tool_call_id|id)": "call_\d+_\d+"')
+    return {r.key: (r.outcome.reward, ids.sub("", json.dumps(r.messages))) for r in read_trajectories(run_dir)}
+
+
+def test_faulty_run_matches_clean_run(tmp_path: Path, playbook: Playbook, clean: Path) -> None:
     with ChatServer(playbook, FAULTS) as server:
         collect(write_config(tmp_path / "faulty.yaml", server), tmp_path / "faulty")
         outcomes = dict(server.stats.outcomes)
         assert all(headers["authorization"] == f"Bearer {KEY}" for headers in server.stats.headers)
 
-    clean, faulty = rewards(tmp_path / "clean"), rewards(tmp_path / "faulty")
+    clean, faulty = rewards(clean), rewards(tmp_path / "faulty")
     assert len(clean) == 8 and faulty == clean and sorted(set(clean.values())) == [0.0, 1.0]
     assert min(outcomes["429"], outcomes["500"], outcomes["drop"], outcomes["malformed"]) > 0
     records = read_trajectories(tmp_path / "faulty")
@@ -150,7 +176,11 @@ def test_usage_is_summed_per_episode_and_run(tmp_path: Path, playbook: Playbook)
 def test_infrastructure_errors_are_kept_excluded_and_rerun(tmp_path: Path, playbook: Playbook) -> None:
     with ChatServer(playbook, FaultPlan(fail_first_n=10**9)) as server:
         config = write_config(tmp_path / "config.yaml", server, max_retries=1)
-        collect(config, tmp_path / "run")
+        result = CliRunner().invoke(app, ["collect", str(config), "--out", str(tmp_path / "run"), "--quiet"])
+        assert result.exit_code == 1, result.output  # every episode failed: the run fails, with one summary line
+        assert result.output.startswith("failed: all 8 episodes run into") and len(result.output.splitlines()) == 1
+        assert "ended in infrastructure_error; first error:" in result.output
+        assert "gave up after 2 attempts" in result.output
         failed = read_trajectories(tmp_path / "run")
         assert len(failed) == 8 and all(r.outcome.termination_reason == "infrastructure_error" for r in failed)
         assert all("gave up after 2 attempts" in r.outcome.error for r in failed)

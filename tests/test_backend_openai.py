@@ -125,6 +125,27 @@ def test_retries_ride_out_429_500_and_dropped_connections() -> None:
     assert outcomes["ok"] == 40 and min(outcomes["429"], outcomes["500"], outcomes["drop"]) > 0
 
 
+def test_truncated_bodies_and_empty_choices_are_retried() -> None:
+    faults = FaultPlan(rate_truncated=0.3, rate_empty=0.3, seed=5)
+    with ChatServer(weather, faults) as server:
+        burst = lambda b: asyncio.gather(*(b.chat(ASK, tools=TOOLS) for _ in range(30)))  # noqa: E731
+        replies = run(burst, spec_for(server, max_retries=30))
+        outcomes = dict(server.stats.outcomes)
+    assert all(r.tool_calls[0].arguments == {"city": "Paris"} for r in replies)
+    assert outcomes["ok"] == 30 and min(outcomes["truncated"], outcomes["empty"]) > 0
+
+
+def test_truncated_bodies_count_against_max_retries() -> None:
+    with ChatServer(weather, FaultPlan(rate_truncated=0.99)) as server:
+        with pytest.raises(InfrastructureError, match="gave up after 3 attempts; last error: JSONDecodeError"):
+            run(lambda b: b.chat(ASK), spec_for(server, max_retries=2))
+        assert server.stats.total == 3
+    with ChatServer(weather, FaultPlan(rate_empty=0.99)) as server:
+        with pytest.raises(InfrastructureError, match="gave up after 2 attempts; last error: BadResponse.*no choices"):
+            run(lambda b: b.chat(ASK), spec_for(server, max_retries=1))
+        assert server.stats.total == 2
+
+
 def first_seed(predicate) -> int:
     return next(seed for seed in range(10_000) if predicate(seed))
 
@@ -155,15 +176,18 @@ def test_timeouts_are_retried_then_given_up() -> None:
         assert server.stats.total == 2
 
 
-def test_permanent_errors_are_not_retried_and_keys_in_them_are_redacted(api_key: str) -> None:
+@pytest.mark.parametrize("key", ["sk-test-first", "gsk_live.9f8e7d6c5b4a", "Bearer-ish:0123456789"])
+def test_permanent_errors_are_not_retried_and_keys_in_them_are_redacted(key: str, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, key)
+
     def broken(body: dict[str, Any]) -> dict[str, Any]:
-        raise RuntimeError(f"Incorrect API key provided: {api_key}")
+        raise RuntimeError(f"Incorrect API key provided: {key}")
 
     with ChatServer(broken) as server:  # answers 500 with x-should-retry: false
-        with pytest.raises(InfrastructureError, match=r"Incorrect API key provided: sk-\[redacted\]") as caught:
+        with pytest.raises(InfrastructureError, match=r"Incorrect API key provided: \[redacted\]") as caught:
             run(lambda b: b.chat(ASK), spec_for(server))
         assert server.stats.total == 1
-    assert api_key not in str(caught.value)
+    assert key not in str(caught.value)
 
 
 def test_concurrency_is_bounded_and_cut_on_rate_limits() -> None:

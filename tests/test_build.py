@@ -193,6 +193,15 @@ def test_card_numbers_equal_the_files(built: Path) -> None:
     assert {(r["domain"], r["benchmark split"], r["agent model"]): [r[k] for k in r if k.startswith("pass^") and r[k] != "-"] for r in card_table(card, "### pass^k")} == expected_pass_k(built)
 
 
+def test_every_trainer_the_card_names_exists_in_trl(built: Path) -> None:
+    trl = pytest.importorskip("trl")
+    card = (built / "README.md").read_text()
+    rows = card[card.index("| config | what a row is | TRL trainer |"):].split("\n\n")[0].splitlines()[2:]
+    named = {row.split("|")[-2].strip() for row in rows}
+    assert all(hasattr(trl, name.strip("`")) for name in named if name.startswith("`")), named
+    assert "PRMTrainer" not in card
+
+
 def expected_pass_k(built: Path) -> dict[tuple, list[str]]:
     """pass^k computed here, independently, from the trajectories files."""
     data = table(built, "trajectories").to_pydict()

@@ -20,5 +20,6 @@ def test_ci_runs_exactly_the_readme_test_command():
 
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text()
-    command = next(line for line in readme.splitlines() if line.endswith(".venv/bin/python -m pytest -q"))
+    (command,) = [line for line in readme.splitlines() if line.startswith("python3 -m venv") and "-m pytest" in line]
+    assert command.startswith("python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && ")
     assert command in (root / ".ci" / "run").read_text().splitlines()

@@ -105,3 +105,12 @@ def test_a_guarded_run_builds_with_its_interceptions(evaluated, tmp_path: Path) 
         assert len(row["interceptions"]) == len(record.interceptions)
         assert [m["intercepted"] for m in row["injected_mistakes"]] == [m.intercepted for m in record.injected_mistakes]
     assert any(row["interceptions"] for row in rows)
+
+
+def test_the_shipped_eval_config_runs(tmp_path: Path) -> None:
+    config = Path(__file__).resolve().parent.parent / "configs" / "eval_demo.yaml"
+    command = [*CASTDATA, "eval", str(config), "--out", str(tmp_path), "--limit", "8", "--quiet", "--json"]
+    shown = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    assert {path.name for path in tmp_path.iterdir()} == {"without_critic", "with_critic", REPORT}
+    assert len(read_trajectories(tmp_path / "with_critic")) == 8

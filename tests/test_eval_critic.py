@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from build_helpers import labelled_run
 
-from castdata.build.dataset import build_dataset
 from castdata.critic.eval_critic import cases, evaluate_critic, labelled_episodes
 from castdata.critic.guard import Critique
 from castdata.critic.model import CritiqueJSON
@@ -24,12 +22,9 @@ CASTDATA = [sys.executable, "-m", "castdata.cli"]
 
 
 @pytest.fixture(scope="module")
-def labelled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def labelled(demo_build: tuple[Path, Path]) -> tuple[Path, Path]:
     """The demo run (scripted agent with injected mistakes), labelled, and the dataset built from it."""
-    root = tmp_path_factory.mktemp("eval-critic")
-    run = labelled_run(root / "run")
-    build_dataset([run], root / "dataset")
-    return run, root / "dataset"
+    return demo_build
 
 
 class Lookup:

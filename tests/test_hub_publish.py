@@ -198,3 +198,21 @@ def test_the_token_is_never_written(seen: dict, hub: HubServer, releases: Path) 
         for path in root.rglob("*"):
             if path.is_file():
                 assert TOKEN.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("case", ["dead endpoint", "offline", "no token"])
+def test_an_unreachable_hub_or_a_missing_token_is_one_line(case: str, releases: Path, tmp_path: Path) -> None:
+    env = hub_env("http://127.0.0.1:9", tmp_path / "hf_home", TOKEN)  # nothing listens on port 9
+    args = ["publish", str(releases / "v1"), "--repo", REPO, "--version", "1.0.0"]
+    if case == "offline":
+        env["HF_HUB_OFFLINE"] = "1"
+    if case == "no token":
+        env.pop("HF_TOKEN")
+    else:
+        args.append("--dry-run")
+    command = [sys.executable, "-m", "castdata.cli", *args]
+    shown = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 2 and len(shown.stderr.splitlines()) == 1, shown.stderr[-3000:]
+    expected = {"dead endpoint": "cannot reach the Hub at http://127.0.0.1:9", "offline": "(HF_HUB_OFFLINE is set)",
+                "no token": "no Hub token; set HF_TOKEN or run `hf auth login`"}[case]
+    assert shown.stderr.startswith(f"error: {REPO}: ") and expected in shown.stderr and TOKEN not in shown.stderr

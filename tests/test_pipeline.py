@@ -74,7 +74,7 @@ def test_a_bad_section_is_one_line(job) -> None:
     bad.write_text(yaml.safe_dump({**yaml.safe_load((work / "pipeline.yaml").read_text()), "build": {"bogus": 1}}))
     result = run(bad)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        "error: build.bogus: unknown key; allowed: out, validation_fraction, critic_balance, valid_per_invalid, "
-        "critique_reasoning, shard_rows, pretty_name, license"
-    ]
+    (line,) = result.stderr.strip().splitlines()
+    key_line = next(n for n, text in enumerate(bad.read_text().splitlines(), start=1) if text.strip() == "bogus: 1")
+    assert line == (f"error: {bad}:{key_line}:3: build.bogus: unknown key; allowed: out, validation_fraction, "
+                    "critic_balance, valid_per_invalid, critique_reasoning, shard_rows, pretty_name, license")

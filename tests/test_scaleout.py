@@ -78,7 +78,7 @@ def test_four_workers_give_the_records_of_a_local_run(tmp_path: Path) -> None:
     started = time.perf_counter()
     manifest = collect(demo(tmp_path / "ray", **FOUR_WORKERS, episodes_per_task_batch=5), tmp_path / "ray", show_progress=False)
     collect(demo(tmp_path / "local"), tmp_path / "local", show_progress=False)
-    assert manifest["counts"] == {"planned": 48, "ran_now": 48, "finished": 48}
+    assert manifest["counts"] == {"planned": 48, "ran_now": 48, "finished": 48, "infrastructure_errors": 0}
     assert comparable(tmp_path / "ray") == comparable(tmp_path / "local")
     assert {r.outcome.reward for r in read_trajectories(tmp_path / "ray")} == {0.0, 1.0}
     written = keys(lines(tmp_path / "ray"))
@@ -97,7 +97,7 @@ def test_four_workers_give_the_records_of_a_local_run(tmp_path: Path) -> None:
 def test_url_run_directory(tmp_path: Path) -> None:
     url = f"file://{tmp_path}/run"
     manifest = collect(demo(url, **FOUR_WORKERS, episodes_per_task_batch=8), url, show_progress=False)
-    assert manifest["counts"] == {"planned": 48, "ran_now": 48, "finished": 48}
+    assert manifest["counts"] == {"planned": 48, "ran_now": 48, "finished": 48, "infrastructure_errors": 0}
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["counts"] == manifest["counts"]
     collect(demo(tmp_path / "local"), tmp_path / "local", show_progress=False)
     assert comparable(tmp_path / "run") == comparable(tmp_path / "local")

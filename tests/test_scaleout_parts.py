@@ -45,7 +45,7 @@ def test_executor_section_forms(tmp_path: Path, value, workers) -> None:
 
 @pytest.mark.parametrize(
     "value,expected",
-    [("threads", "executor: Value error, must be 'local', 'ray', or a mapping"),
+    [("threads", "c.yaml:1:1: executor: must be 'local', 'ray', or a mapping"),
      ({"ray": {"workers": 2}}, "executor.ray.workers: unknown key; allowed: address, num_workers, episodes_per_task_batch")],
 )
 def test_bad_executor_is_one_line(tmp_path: Path, value, expected) -> None:

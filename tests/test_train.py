@@ -6,7 +6,6 @@ its telehealth rows (the shorter policy, so the shorter rows), which are all in 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import runpy
@@ -21,17 +20,18 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
-from build_helpers import ROOT, labelled_run  # noqa: E402
-from tiny_qwen import build_tiny_qwen3, default_corpus  # noqa: E402
+from build_helpers import ROOT  # noqa: E402
 
-from castdata.build.dataset import build_dataset  # noqa: E402
 from castdata.build.features import CONFIGS  # noqa: E402
 from castdata.config import ConfigError  # noqa: E402
 from castdata.train.model import training_args  # noqa: E402
 from castdata.train.recipe import load_recipe  # noqa: E402
+from castdata.train import smoke  # noqa: E402
 from castdata.train.run import TRAINERS, train  # noqa: E402
+from castdata.train.shorten import OMITTED, fit_rows  # noqa: E402
 
 RECIPES = sorted((ROOT / "configs" / "train").glob("*.yaml"))
+NEEDS_TAG = "dataset.revision: a Hub dataset needs a release tag like v1.0.0 (or a commit sha)"
 SCRIPTS = {"critic_sft": "sft_critic.py", "policy_sft": "sft_policy.py", "policy_dpo": "dpo_policy.py"}
 
 
@@ -47,35 +47,19 @@ def one_thread() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def demo_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("demo")
-    build_dataset([labelled_run(root / "demo")], root / "dataset")
-    return root / "dataset"
+def demo_dataset(demo_build: tuple[Path, Path]) -> Path:
+    return demo_build[1]
 
 
 @pytest.fixture(scope="module")
 def tiny_model(demo_dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Qwen3 whose tokenizer also learned the dataset's text (policies, tools, critiques): shorter sequences."""
-    import datasets
-
-    corpus = default_corpus()
-    for config in ("critic_sft", "policy_sft"):
-        rows = datasets.load_dataset(str(demo_dataset), config, split="test")
-        for row in rows.select(range(0, len(rows), max(1, len(rows) // 10))):
-            corpus += [m["content"] for m in row["messages"] if m["content"]] + [json.dumps(t) for t in row.get("tools") or []]
-    return build_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3"), corpus=corpus, vocab_size=8000)
+    return smoke.tiny_model(demo_dataset, tmp_path_factory.mktemp("tiny-qwen3"))
 
 
 def smoke_args(recipe: str, model: Path, dataset: Path, out: Path, **more: Any) -> list[str]:
     """A real recipe, pointed at the tiny model and the local demo dataset, for a few CPU steps."""
-    values = {
-        "model.id": str(model), "dataset.repo": None, "dataset.path": str(dataset), "dataset.train_split": "test",
-        "dataset.eval_split": None, "dataset.domains": ["telehealth"], "dataset.limit": 2, "training.output_dir": str(out),
-        "training.max_steps": 3, "training.eval_strategy": "no", "training.save_strategy": "no", "training.logging_steps": 1,
-        "training.per_device_train_batch_size": 1, "training.gradient_accumulation_steps": 1, "training.learning_rate": 1e-3,
-        "training.warmup_steps": 0, "training.max_length": 6144, **more,
-    }
-    return ["--config", str(ROOT / "configs" / "train" / recipe), *(x for k, v in values.items() for x in ("--set", f"{k}={json.dumps(v)}"))]
+    return ["--config", str(ROOT / "configs" / "train" / recipe), *smoke.overrides(model, dataset, out, **more)]
 
 
 def run_script(script: str, args: list[str], monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -95,7 +79,9 @@ def test_recipes_parse_and_name_existing_dataset_configs(path: Path) -> None:
 
     recipe = load_recipe(path)
     config = recipe.dataset.config
-    assert config in CONFIGS and config in TRAINERS and recipe.dataset.revision and recipe.hardware
+    assert config in CONFIGS and config in TRAINERS and recipe.hardware
+    assert (recipe.dataset.path, recipe.dataset.repo) == ("runs/demo/dataset", None)  # the demo's build by default
+    assert "--set dataset.path=null --set dataset.repo=ORG/NAME --set dataset.revision=v1.0.0" in path.read_text()
     assert path.stem.startswith({"critic_sft": "critic_", "policy_sft": "policy_qwen3", "policy_dpo": "policy_dpo_"}[config])
     assert (recipe.lora is not None) == path.stem.endswith("_lora")
     args = training_args(SFTConfig if TRAINERS[config].__name__ == "sft" else DPOConfig, recipe)  # TRL accepts every value
@@ -108,11 +94,11 @@ def test_recipes_parse_and_name_existing_dataset_configs(path: Path) -> None:
     "change,expected",
     [
         (["dataset.config=critic_sfts"], "dataset.config: unknown dataset config 'critic_sfts'; allowed: trajectories, labels,"),
-        (["dataset.revision=null"], "dataset.revision: a Hub dataset needs a release tag like v1.0.0 (or a commit sha), got None"),
-        (["dataset.revision=main"], "dataset.revision: a Hub dataset needs a release tag like v1.0.0 (or a commit sha), got 'main'"),
+        (["dataset.path=null", "dataset.repo=org/name"], f"{NEEDS_TAG}, got None"),
+        (["dataset.path=null", "dataset.repo=org/name", "dataset.revision=main"], f"{NEEDS_TAG}, got 'main'"),
         (["dataset.config=policy_sft"], "dataset.config: this script trains on 'critic_sft', got 'policy_sft'"),
         (["training.learning_rat=1e-5"], "training.learning_rat: not a SFTConfig field"),
-        (["dataset.path=/nowhere", "dataset.repo=null"], "dataset.path: /nowhere: not a dataset folder made by `castdata build`"),
+        (["dataset.path=/nowhere"], "dataset.path: /nowhere: not a dataset folder made by `castdata build`"),
     ],
 )
 def test_a_bad_recipe_is_one_clear_line_before_any_model_loads(change: list[str], expected: str, capsys: pytest.CaptureFixture) -> None:
@@ -126,7 +112,8 @@ def test_a_bad_recipe_is_one_clear_line_before_any_model_loads(change: list[str]
 
 
 def test_the_script_exits_2_with_one_line(tmp_path: Path) -> None:
-    args = ["--config", str(ROOT / "configs" / "train" / "critic_qwen3_0.6b.yaml"), "--set", "dataset.revision=null"]
+    recipe = str(ROOT / "configs" / "train" / "critic_qwen3_0.6b.yaml")
+    args = ["--config", recipe, "--set", "dataset.path=null", "--set", "dataset.repo=org/name"]
     result = subprocess.run([sys.executable, str(ROOT / "train" / "sft_critic.py"), *args], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "dataset.revision: a Hub dataset needs" in result.stderr
 
@@ -151,13 +138,23 @@ def test_sft_critic_trains_saves_and_reloads(tiny_model: Path, demo_dataset: Pat
 
 
 def test_sft_policy_with_lora_masks_exactly_the_assistant_turns(tiny_model: Path, demo_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
     from peft import AutoPeftModelForCausalLM
+    from transformers import AutoModelForCausalLM
     from trl.chat_template_utils import get_training_chat_template
+
+    from castdata.errors import InputError
+    from castdata.train.merge import merge_lora
 
     lora = {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": "all-linear"}
     trainer = run_script("sft_policy.py", smoke_args("policy_qwen3_0.6b.yaml", tiny_model, demo_dataset, tmp_path / "policy", lora=lora), monkeypatch)
     assert all(math.isfinite(loss) for loss in losses(trainer)) and losses(trainer)
-    AutoPeftModelForCausalLM.from_pretrained(tmp_path / "policy")
+    adapted = AutoPeftModelForCausalLM.from_pretrained(tmp_path / "policy")
+    merged = AutoModelForCausalLM.from_pretrained(merge_lora(tmp_path / "policy", tmp_path / "merged"))  # for DPO
+    tokens = torch.tensor([[1, 2, 3, 4]])
+    assert torch.allclose(adapted(tokens).logits, merged(tokens).logits, atol=1e-4)
+    with pytest.raises(InputError, match="no LoRA adapter here"):
+        merge_lora(tmp_path / "merged", tmp_path / "again")
 
     tokenizer, row = trainer.processing_class, trainer.train_dataset[0]
     rendered = tokenizer.apply_chat_template(row["messages"], tools=row["tools"], chat_template=get_training_chat_template(tokenizer), tokenize=False, **row["chat_template_kwargs"])
@@ -208,3 +205,61 @@ def test_accelerate_launch_runs_a_script(tiny_model: Path, demo_dataset: Path, t
                             env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "launched" / "model.safetensors").is_file()
+
+
+def token_length(tokenizer: Any, row: dict) -> int:
+    messages = row["messages"] if "messages" in row else row["prompt"] + row["chosen"]
+    encoded = tokenizer.apply_chat_template(messages, tools=row.get("tools"), tokenize=True, return_dict=True,
+                                            **(row.get("chat_template_kwargs") or {}))
+    return len(encoded["input_ids"])
+
+
+@pytest.mark.parametrize("config", ["critic_sft", "policy_sft"])
+def test_long_rows_are_shortened_from_the_left_never_dropped(config: str, tiny_model: Path, demo_dataset: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from castdata.hub.local import local_split
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    rows = local_split(demo_dataset, config, "test")
+    rows = rows.filter(lambda domain: domain == "telehealth", input_columns="domain").select(range(16))
+    lengths = sorted(token_length(tokenizer, row) for row in rows)
+    max_length = lengths[len(lengths) // 2]
+    fitted = fit_rows(rows, tokenizer, max_length, config)
+
+    over = sum(length > max_length for length in lengths)
+    assert fitted.shortened + fitted.dropped == over and fitted.shortened > max(0, fitted.dropped)
+    assert len(fitted.rows) == len(rows) - fitted.dropped
+    assert fitted.dropped == 0 or config == "policy_sft"  # a policy row whose last user turn starts too late cannot fit
+    identity = lambda row: (row["trajectory_id"], row["step"], row.get("kind"))  # noqa: E731
+    originals = {identity(row): row for row in rows}
+    for after in fitted.rows:
+        before = originals[identity(after)]
+        assert token_length(tokenizer, after) <= max_length
+        assert after["messages"][0] == before["messages"][0] and after["messages"][-1] == before["messages"][-1]
+        if config == "critic_sft" and after["messages"] != before["messages"]:
+            user = after["messages"][1]["content"]
+            proposed = before["messages"][1]["content"].split("Proposed action")[-1]
+            assert OMITTED in user and user.split("Proposed action")[-1] == proposed
+        if config == "policy_sft" and after["messages"] != before["messages"]:
+            assert after["messages"][1]["role"] == "user" and len(after["messages"]) < len(before["messages"])
+
+
+def test_a_max_length_nothing_fits_in_is_one_line(tiny_model: Path, demo_dataset: Path, capsys) -> None:
+    tiny = {"training.max_length": 256}
+    args = smoke_args("critic_qwen3_0.6b.yaml", tiny_model, demo_dataset, Path("unused"), **tiny)
+    with pytest.raises(SystemExit) as exited:
+        train("critic_sft", args)
+    assert exited.value.code == 2
+    assert "error: training.max_length: 256 tokens do not hold the system turn" in capsys.readouterr().err
+
+
+def test_the_cpu_smoke_command_runs_every_script(demo_dataset: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(ROOT / "train" / "smoke_cpu.py"), str(demo_dataset), "--out", str(tmp_path),
+               "--steps", "1"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = [line for line in result.stdout.splitlines() if line.split(":")[0] in smoke.RECIPES]  # TRL logs too
+    assert [line.split(":")[0] for line in summary] == ["critic_sft", "policy_sft", "policy_dpo"]
+    assert all(" 1 steps, losses " in line for line in summary)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +89,11 @@ def episode_fingerprint(trajectory: Trajectory) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def build_dataset(run_dirs: list[Path], out: Path, options: BuildOptions | None = None) -> dict:
-    """Build every config from labelled runs into `out`; returns the manifest (also written as `castdata.json`)."""
+def build_dataset(
+    run_dirs: list[Path], out: Path, options: BuildOptions | None = None, on_episode: Callable[[], None] | None = None
+) -> dict:
+    """Build every config from labelled runs into `out`; returns the manifest (also written as `castdata.json`).
+    `on_episode` is called after each episode's rows are written (a progress display)."""
     options = options or BuildOptions()
     names = [run_dir.name for run_dir in run_dirs]
     if len(set(names)) != len(names):
@@ -116,6 +119,8 @@ def build_dataset(run_dirs: list[Path], out: Path, options: BuildOptions | None 
             for config, rows in _rows(episode, contexts, options).items():
                 for row in rows:
                     writers[config].add(split, row)
+            if on_episode is not None:
+                on_episode()
     files = {config: shards for config, writer in writers.items() if (shards := writer.close())}
     if "train" in files.get("critic_sft", {}):
         balance_shards(files["critic_sft"]["train"], options.critic_balance, options.valid_per_invalid)

@@ -14,14 +14,15 @@ if TYPE_CHECKING:
 REPLAY_CRITIC = "replay-critic"
 
 
-def open_critic(spec: ModelSpec) -> Critic:
+def open_critic(spec: ModelSpec, where: str = "critic") -> Critic:
     """`backend: scripted, model: replay-critic` is the privileged stand-in; any other spec is a critic model,
-    rendered as `critic_sft` rows are (its `chat_template_kwargs` default to the rows' own)."""
+    rendered as `critic_sft` rows are (its `chat_template_kwargs` default to the rows' own). A bad spec is a
+    `ConfigError` naming `where` (its place in the config)."""
     from castdata.config import ConfigError
 
     if spec.backend == "scripted":
         if spec.model != REPLAY_CRITIC:
-            raise ConfigError(f"critic.model: the scripted critic is '{REPLAY_CRITIC}', got {spec.model!r}")
+            raise ConfigError(f"{where}.model: the scripted critic is '{REPLAY_CRITIC}', got {spec.model!r}")
         from castdata.critic.replay import ReplayCritic
 
         return ReplayCritic()
@@ -29,4 +30,5 @@ def open_critic(spec: ModelSpec) -> Critic:
     from castdata.critic.model import ModelCritic
     from castdata.models import open_backend
 
-    return ModelCritic(open_backend(spec.model_copy(update={"chat_template_kwargs": spec.chat_template_kwargs or CHAT_TEMPLATE_KWARGS})))
+    kwargs = spec.chat_template_kwargs or CHAT_TEMPLATE_KWARGS
+    return ModelCritic(open_backend(spec.model_copy(update={"chat_template_kwargs": kwargs}), where))

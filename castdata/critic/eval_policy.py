@@ -49,16 +49,21 @@ class EvalConfig(CollectConfig):
         agent = super().open_agent()
         if self.critic is None:
             return agent
-        return GuardedBackend(agent, Guard(open_critic(self.critic), self.guard, self.max_revisions))
+        return GuardedBackend(agent, Guard(open_critic(self.critic, "critic"), self.guard, self.max_revisions))
+
+    def endpoints(self) -> dict[str, ModelSpec | None]:
+        """The agent's and user's endpoints, and the critic's."""
+        return {**super().endpoints(), "critic": self.critic}
 
 
-def run_eval(config: EvalConfig, out: Path, *, show_progress: bool = True) -> dict:
-    """Run both arms into `out` (the guarded one only with a critic) and write and return the comparison."""
+def run_eval(config: EvalConfig, out: Path, *, show_progress: bool = True, limit: int | None = None) -> dict:
+    """Run both arms (the first `limit` planned episodes of each, when given) into `out` (the guarded one only
+    with a critic) and write and return the comparison."""
     arms = {"without_critic": config.plain()}
     if config.critic is not None:
         arms["with_critic"] = config
     for name, arm in arms.items():
-        collect(arm, out / name, show_progress=show_progress)
+        collect(arm, out / name, show_progress=show_progress, limit=limit)
     comparison = compare(out, list(arms))
     write_json(out / REPORT, comparison)
     return comparison

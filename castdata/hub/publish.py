@@ -17,7 +17,7 @@ from castdata.build.card import CARD, render_card
 from castdata.build.dataset import MANIFEST
 from castdata.build.validate import validate_dataset
 from castdata.errors import VersionError
-from castdata.hub.api import hub_errors
+from castdata.hub.api import hub_errors, require_token
 from castdata.hub.versions import check_repo_id, list_versions, parse_version, tag_of
 
 KEEP_REMOTE = frozenset({".gitattributes"})
@@ -100,6 +100,9 @@ def publish(dataset_dir: Path, repo: str, version: str, *, private: bool = False
     """Publish a dataset folder as release `version` of `repo` (see the module docstring)."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
+    if not dry_run:
+        parse_version(version)
+        require_token(check_repo_id(repo))
     release = plan_release(dataset_dir, repo, version, private)
     if dry_run:
         echo("dry run: nothing uploaded. Would publish:")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
@@ -64,9 +64,10 @@ class LabelConfig(BaseModel):
         return spec
 
 
-def load_label_config(path: Path | None) -> LabelConfig:
-    """The `label:` section of a pipeline YAML (defaults without one); raises ConfigError naming the key."""
-    section = load_config(path, PipelineConfig).label if path is not None else {}
+def load_label_config(path: Path | None, overrides: Iterable[str] = ()) -> LabelConfig:
+    """The `label:` section of a pipeline YAML (after `--set` overrides; defaults without a file); raises
+    ConfigError naming the key."""
+    section = load_config(path, PipelineConfig, overrides).label if path is not None else {}
     try:
         return LabelConfig(**section)
     except ValidationError as err:

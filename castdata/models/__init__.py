@@ -10,8 +10,20 @@ if TYPE_CHECKING:
     from castdata.models.base import Backend
 
 
-def open_backend(spec: ModelSpec) -> Backend:
-    """The backend for a model spec (imports heavy dependencies only for the backend asked for)."""
+def open_backend(spec: ModelSpec, where: str | None = None) -> Backend:
+    """The backend for a model spec (imports heavy dependencies only for the backend asked for). With `where`
+    (the spec's place in the config, e.g. `agent`), a bad spec is a `ConfigError` naming the full dotted key."""
+    if where is None:
+        return _open(spec)
+    from castdata.errors import ConfigError
+
+    try:
+        return _open(spec)
+    except (ConfigError, ValueError, TypeError) as err:  # the backends' own checks of `options` and the key
+        raise ConfigError(f"{where}.{err}") from None
+
+
+def _open(spec: ModelSpec) -> Backend:
     if spec.backend == "scripted":
         from castdata.models.scripted import ScriptedBackend
 

@@ -44,11 +44,10 @@ class ChatBackend:
     OPTIONS: frozenset[str] = frozenset({"traits"})
 
     def __init__(self, spec: ModelSpec) -> None:
-        unknown = set(spec.options) - self.OPTIONS
+        unknown = sorted(set(spec.options) - self.OPTIONS)
         if unknown:
-            raise ConfigError(
-                f"options: unknown {spec.backend} option(s) {sorted(unknown)}; allowed: {', '.join(sorted(self.OPTIONS))}"
-            )
+            allowed = ", ".join(sorted(self.OPTIONS))
+            raise ConfigError(f"options.{unknown[0]}: unknown {spec.backend} option; allowed: {allowed}")
         self.spec = spec
         self.traits = parse_traits(spec.options.get("traits", {}))
 

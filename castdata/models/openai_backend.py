@@ -2,14 +2,16 @@
 (`vllm serve ... --enable-auto-tool-choice --tool-call-parser hermes`, SGLang).
 
 Native tool calls; a server without a tool-call parser that leaves `<tool_call>` blocks in the text is
-parsed too. Retries (429, 408, 409, 5xx, timeouts, dropped connections) with backoff and `Retry-After`
-are ours (the client's own are off), inside an adaptive concurrency limit for the endpoint. The API key
-is read from `os.environ[spec.api_key_env]` at each request and never kept in the spec.
+parsed too. Retries (429, 408, 409, 5xx, timeouts, dropped connections, 200s whose body is not JSON or is cut
+short, completions without choices) with backoff and `Retry-After` are ours (the client's own are off), inside
+an adaptive concurrency limit for the endpoint. The API key is read from `os.environ[spec.api_key_env]` at each
+request and never kept in the spec.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import os
 import random
 import time
@@ -20,14 +22,19 @@ import httpx2
 import openai
 
 from castdata.config import ConfigError
-from castdata.models.base import InfrastructureError, Reply, ToolCall
+from castdata.models.base import Reply, ToolCall
 from castdata.models.chat import ChatBackend, ChatCall, wire_messages
 from castdata.models.limits import AdaptiveLimiter
 from castdata.models.retry import RetryPolicy, Transient, call_with_retries
-from castdata.models.spec import ModelSpec
+from castdata.models.spec import ModelSpec, is_http_url
 from castdata.models.toolcall_parser import json_object, parse_tool_calls
+from castdata.redact import remember
 
 NO_KEY = "EMPTY"  # what local servers without authentication get (the convention of vLLM's docs)
+
+
+class BadResponse(RuntimeError):
+    """A 200 that is no usable completion (no `choices`, or not a completion object at all): transient."""
 
 
 class OpenAIBackend(ChatBackend):
@@ -43,7 +50,7 @@ class OpenAIBackend(ChatBackend):
         self.urls = base_urls(spec)
         if spec.api_key_env is None and spec.base_url is None and "base_urls" not in spec.options:
             raise ConfigError("api_key_env: required for the OpenAI API (the name of the variable holding the key)")
-        if spec.api_key_env is not None and not os.environ.get(spec.api_key_env):
+        if spec.api_key_env is not None and not remember(os.environ.get(spec.api_key_env)):
             raise ConfigError(f"api_key_env: environment variable {spec.api_key_env} is not set")
         self.limiter = AdaptiveLimiter(spec.max_concurrency * len(self.urls))
         self.outstanding = dict.fromkeys(self.urls, 0)
@@ -63,8 +70,8 @@ class OpenAIBackend(ChatBackend):
         }
 
     async def _api_key(self) -> str:
-        """Called by the client before each request."""
-        return os.environ[self.spec.api_key_env] if self.spec.api_key_env else NO_KEY
+        """Called by the client before each request; the value is remembered for redaction."""
+        return remember(os.environ[self.spec.api_key_env]) if self.spec.api_key_env else NO_KEY
 
     def _request(self, call: ChatCall) -> dict[str, Any]:
         """The `chat.completions.create` arguments of one call."""
@@ -98,8 +105,6 @@ class OpenAIBackend(ChatBackend):
             what=f"{self.spec.label} at {', '.join(self.urls)}",
             rng=self.rng,
         )
-        if not completion.choices:
-            raise InfrastructureError(f"{self.spec.label}: the server answered with no choices")
         message = completion.choices[0].message
         parsed = parse_tool_calls(message.content or "")
         calls = [
@@ -125,9 +130,12 @@ class OpenAIBackend(ChatBackend):
         self.outstanding[url] += 1
         try:
             async with self.permits.hold(url) if self.permits else nullcontext():
-                return await self.clients[url].chat.completions.create(**request)
+                completion = await self.clients[url].chat.completions.create(**request)
         finally:
             self.outstanding[url] -= 1
+        if not getattr(completion, "choices", None):
+            raise BadResponse(f"{url} answered 200 with no choices: {str(completion)[:200]}")
+        return completion
 
     async def aclose(self) -> None:
         for client in self.clients.values():
@@ -141,8 +149,8 @@ def base_urls(spec: ModelSpec) -> list[str]:
         return [spec.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"]
     if spec.base_url is not None:
         raise ConfigError("options.base_urls: give either base_url or options.base_urls, not both")
-    if not isinstance(urls, list) or not urls or not all(isinstance(url, str) for url in urls):
-        raise ConfigError(f"options.base_urls: must be a non-empty list of URLs (got {urls!r})")
+    if not isinstance(urls, list) or not urls or not all(is_http_url(url) for url in urls):
+        raise ConfigError(f"options.base_urls: must be a non-empty list of http(s) URLs (got {urls!r})")
     return list(dict.fromkeys(urls))
 
 
@@ -157,7 +165,10 @@ def _http_client(max_concurrency: int) -> httpx2.AsyncClient:
 
 
 def classify(err: BaseException) -> Transient | None:
-    """Transient: connection errors, timeouts, 408, 409, 429 and 5xx (unless the server says not to retry)."""
+    """Transient: connection errors, timeouts, 408, 409, 429 and 5xx (unless the server says not to retry), and
+    a 200 whose body is not JSON (cut short), not a completion, or has no choices."""
+    if isinstance(err, (json.JSONDecodeError, openai.APIResponseValidationError, BadResponse)):
+        return Transient()
     if isinstance(err, openai.APIStatusError):
         headers = err.response.headers
         if headers.get("x-should-retry") == "false":

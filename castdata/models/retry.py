@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from castdata.models.base import InfrastructureError
 from castdata.models.limits import AdaptiveLimiter
+from castdata.redact import redact_error
 
 T = TypeVar("T")
-_SECRET = re.compile(r"\bsk-[\w*.-]+")  # API keys, whole or masked, as error bodies quote them
 
 
 @dataclass(frozen=True)
@@ -72,5 +71,20 @@ async def call_with_retries(
 
 
 def _describe(err: BaseException) -> str:
-    """The error in one line for records and logs, with anything that looks like an API key redacted."""
-    return _SECRET.sub("sk-[redacted]", f"{type(err).__name__}: {err}" if str(err) else type(err).__name__)
+    """The error in one line for records and logs, naming the operating-system error beneath it (a refused
+    connection, an unknown host), with every API key redacted (`castdata.redact`)."""
+    text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    cause = _root_os_error(err)
+    if cause is not None and str(cause) not in text:
+        text += f" ({type(cause).__name__}: {cause})"
+    return redact_error(" ".join(text.split()))
+
+
+def _root_os_error(err: BaseException) -> OSError | None:
+    """The deepest operating-system error beneath `err` (e.g. `ConnectionRefusedError`), if any."""
+    found, seen = None, err.__cause__ or err.__context__
+    while seen is not None:
+        if isinstance(seen, OSError) and not isinstance(seen, TimeoutError):
+            found = seen
+        seen = seen.__cause__ or seen.__context__
+    return found

@@ -5,11 +5,18 @@ A spec never holds a secret: `api_key_env` is the *name* of an environment varia
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Backend = Literal["scripted", "openai", "vllm", "transformers"]
+_URL = re.compile(r"https?://[^\s/:]+(:\d+)?(/\S*)?")
+
+
+def is_http_url(value: object) -> bool:
+    """Whether `value` is an http(s) URL with a host (what an OpenAI-compatible `base_url` must be)."""
+    return isinstance(value, str) and _URL.fullmatch(value) is not None
 
 
 class Sampling(BaseModel):
@@ -40,6 +47,13 @@ class ModelSpec(BaseModel):
     price_in_per_mtok: float | None = None
     price_out_per_mtok: float | None = None
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        if value is not None and not is_http_url(value):
+            raise ValueError("must be an http:// or https:// URL with a host, e.g. http://localhost:8000/v1")
+        return value
 
     @property
     def label(self) -> str:

@@ -14,14 +14,16 @@ from pathlib import Path
 from castdata import __version__
 from castdata.config import CollectConfig
 from castdata.envs import load_domain
-from castdata.errors import ConfigError, RunDirConflict, UnknownName
+from castdata.errors import ConfigError, RunDirConflict, RunFailed, UnknownName
 from castdata.envs.tau_import import tau_trait_version
 from castdata.models import open_backend
 from castdata.models.base import Backend
+from castdata.models.probe import probe_endpoints
 from castdata.records import Trajectory, Usage
 from castdata.rollout.episode import run_episode
-from castdata.rollout.store import MANIFEST, EpisodeKey, RecordWriter, finished_keys, repair, trajectory_file, write_json
-
+from castdata.rollout.store import (
+    MANIFEST, EpisodeKey, RecordWriter, finished_keys, iter_trajectories, repair, trajectory_file, write_json,
+)
 
 
 @dataclass
@@ -138,22 +140,51 @@ async def _each(keys: Iterable[EpisodeKey]) -> AsyncIterator[EpisodeKey]:
         yield key
 
 
-async def collect_async(config: CollectConfig, out: Path | str, *, force: bool = False, progress: Progress | None = None) -> dict:
-    """Run every pending episode of `config` into `out` (a path; with `executor: ray` also an fsspec URL);
-    returns the final manifest."""
+async def collect_async(
+    config: CollectConfig,
+    out: Path | str,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    limit: int | None = None,
+) -> dict:
+    """Run every pending episode of `config` (the first `limit` planned, when given) into `out` (a path; with
+    `executor: ray` also an fsspec URL); returns the final manifest. Everything is checked before anything is
+    written: the plan, the model specs, and each endpoint (`castdata.models.probe`). A run whose every episode
+    ended in `infrastructure_error` raises `RunFailed` (after writing its records and manifest)."""
     progress = progress or Progress()
+    if config.executor.ray is None and not isinstance(out, Path):
+        raise ConfigError(f"out: {out} is a URL; the local executor writes to a path (URLs need `executor: ray`)")
+    keys = plan_episodes(config)[:limit]
+    agent, user = config.open_agent(), open_backend(config.user, "user")
+    try:
+        await probe_endpoints(config.endpoints())
+        if config.executor.ray is None:
+            manifest = await _collect_local(config, out, keys, agent, user, force, progress)
+    finally:
+        await agent.aclose()
+        await user.aclose()
     if config.executor.ray is not None:
         from castdata.scale.ray_executor import collect_on_ray
 
-        return await collect_on_ray(config, out, force=force, progress=progress)
-    if not isinstance(out, Path):
-        raise ConfigError(f"out: {out} is a URL; the local executor writes to a path (URLs need `executor: ray`)")
-    keys = plan_episodes(config)
+        manifest = await collect_on_ray(config, out, keys, force=force, progress=progress)
+    _refuse_all_failed(manifest["counts"], out)
+    return manifest
+
+
+async def _collect_local(
+    config: CollectConfig,
+    out: Path,
+    keys: list[EpisodeKey],
+    agent: Backend,
+    user: Backend,
+    force: bool,
+    progress: Progress,
+) -> dict:
     manifest = prepare_run_dir(config, out, force)
     done = finished_keys(out)
     pending = [key for key in keys if key not in done]
     progress.total, progress.done = len(keys), len(keys) - len(pending)
-    agent, user = config.open_agent(), open_backend(config.user)
     writer = RecordWriter()
 
     def keep(record: Trajectory) -> None:
@@ -164,23 +195,45 @@ async def collect_async(config: CollectConfig, out: Path | str, *, force: bool =
         await run_episodes(config, pending, agent, user, keep)
     finally:
         writer.close()
-        await agent.aclose()
-        await user.aclose()
     manifest["ended_at"] = time.time()
-    manifest["counts"] = {"planned": len(keys), "ran_now": len(pending), "finished": len(finished_keys(out))}
+    manifest["counts"] = run_counts(keys, pending, finished_keys(out))
     write_json(out / MANIFEST, manifest)
     return manifest
 
 
-def collect(config: CollectConfig, out: Path | str, *, force: bool = False, show_progress: bool = True) -> dict:
+def run_counts(keys: list[EpisodeKey], pending: list[EpisodeKey], finished: set[EpisodeKey]) -> dict[str, int]:
+    """The manifest's counts: episodes planned, run now, finished (of all in the run directory), and those run now
+    that ended in `infrastructure_error` (not finished: a rerun retries them)."""
+    failed = sum(key not in finished for key in pending)
+    return {"planned": len(keys), "ran_now": len(pending), "finished": len(finished), "infrastructure_errors": failed}
+
+
+def _refuse_all_failed(counts: dict[str, int], out: Path | str) -> None:
+    """`RunFailed` when episodes ran and every one ended in `infrastructure_error`, with the first error."""
+    if not counts["ran_now"] or counts["infrastructure_errors"] < counts["ran_now"]:
+        return
+    first = ""
+    if isinstance(out, Path):
+        records = iter_trajectories(out)
+        error = next((r.outcome.error for r in records if r.outcome.termination_reason == "infrastructure_error"), None)
+        first = f"; first error: {error}" if error else ""
+    ran = counts["ran_now"]
+    raise RunFailed(f"all {ran} episodes run into {out} ended in infrastructure_error{first}; rerunning retries them")
+
+
+def collect(
+    config: CollectConfig, out: Path | str, *, force: bool = False, show_progress: bool = True, limit: int | None = None
+) -> dict:
     """Synchronous `collect_async` with a rich progress bar (episodes, success rate, tokens, cost, episodes/s)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
     progress = Progress()
 
     async def main() -> dict:
-        job = asyncio.create_task(collect_async(config, out, force=force, progress=progress))
-        if not show_progress:
+        job = asyncio.create_task(collect_async(config, out, force=force, progress=progress, limit=limit))
+        while show_progress and not progress.total and not job.done():  # no bar before the checks have passed
+            await asyncio.wait({job}, timeout=0.05)
+        if not show_progress or job.done():
             return await job
         columns = (TextColumn("collect"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
         with Bar(*columns, transient=False) as bar:

@@ -18,6 +18,7 @@ from typing import Any
 
 from castdata.errors import InputError
 from castdata.records import Trajectory
+from castdata.redact import redact
 
 EpisodeKey = tuple[str, str, int, int]
 
@@ -70,7 +71,7 @@ class RecordWriter:
         if fd is None:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = self._fds[path] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        data = (line + "\n").encode("utf-8")
+        data = (redact(line) + "\n").encode("utf-8")
         written = os.write(fd, data)
         if written != len(data):  # regular files write whole; anything else is a real I/O problem
             raise OSError(f"{path}: short write ({written} of {len(data)} bytes)")
@@ -143,5 +144,5 @@ def write_json(path: Path, value: Any) -> None:
     """Write JSON atomically (temp file + rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    tmp.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
+    tmp.write_text(redact(json.dumps(value, indent=2, sort_keys=True)) + "\n")
     os.replace(tmp, path)

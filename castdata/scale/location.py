@@ -17,6 +17,7 @@ from typing import Any
 from fsspec.core import url_to_fs
 
 from castdata.rollout.collect import EpisodeKey
+from castdata.redact import redact
 from castdata.rollout.store import MANIFEST, TRAJECTORIES, RecordWriter, latest_records, repair, write_json
 
 
@@ -88,7 +89,7 @@ class RecordSink:
     def write(self, line: str) -> None:
         """Add one record line."""
         if self.writer is None:
-            self.lines.append(line + "\n")
+            self.lines.append(redact(line) + "\n")
         else:
             self.writer.append(Path(self.path), line)
 

@@ -21,7 +21,7 @@ from typing import Any
 from castdata.config import CollectConfig, ConfigError
 from castdata.models import open_backend
 from castdata.records import Trajectory
-from castdata.rollout.collect import EpisodeKey, Progress, plan_episodes, run_episodes, run_manifest
+from castdata.rollout.collect import EpisodeKey, Progress, run_counts, run_episodes, run_manifest
 from castdata.scale.dispatch import Dispatcher
 from castdata.scale.location import RecordSink, RunLocation
 from castdata.scale.permits import ClusterPermits, PermitBroker, endpoint_limits
@@ -44,11 +44,13 @@ def import_ray() -> Any:
     return ray
 
 
-async def collect_on_ray(config: CollectConfig, out: Path | str, *, force: bool, progress: Progress) -> dict:
-    """Run every pending episode of `config` into `out` (a path every node mounts, or an fsspec URL) on Ray;
-    returns the final manifest. Uses the Ray instance this process has joined, else `executor.ray.address`."""
+async def collect_on_ray(
+    config: CollectConfig, out: Path | str, keys: list[EpisodeKey], *, force: bool, progress: Progress
+) -> dict:
+    """Run the pending episodes among `keys` (planned from `config`) into `out` (a path every node mounts, or an
+    fsspec URL) on Ray; returns the final manifest. Uses the Ray instance this process has joined, else
+    `executor.ray.address`."""
     ray = import_ray()
-    keys = plan_episodes(config)
     location = RunLocation(out)
     manifest = run_manifest(config, location.read_manifest(), str(out), force)
     location.write_manifest(manifest)
@@ -68,7 +70,7 @@ async def collect_on_ray(config: CollectConfig, out: Path | str, *, force: bool,
             ray.shutdown()
     location.repair()
     manifest["ended_at"] = time.time()
-    manifest["counts"] = {"planned": len(keys), "ran_now": len(pending), "finished": len(location.finished_keys())}
+    manifest["counts"] = run_counts(keys, pending, location.finished_keys())
     location.write_manifest(manifest)
     return manifest
 
@@ -128,7 +130,7 @@ async def _work(config: CollectConfig, location: RunLocation, worker: int, limit
     await broker.begin.remote(worker, attempt)
     await dispatcher.begin.remote(worker, attempt)
     claims = _Claims(location, dispatcher, worker, attempt)
-    agent, user = open_backend(config.agent), open_backend(config.user)
+    agent, user = open_backend(config.agent, "agent"), open_backend(config.user, "user")
     permits = ClusterPermits(broker, limited, worker, attempt)
     for backend in (agent, user):
         if hasattr(backend, "permits"):  # the backends of remote endpoints

@@ -9,15 +9,13 @@ line (`--set training.learning_rate=1e-5`, `--set dataset.path=ds --set dataset.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from castdata.config import ConfigError, load_config, one_line_error
+from castdata.config import ConfigError, apply_override, load_config, one_line_error
 
 RELEASE = re.compile(r"v\d+\.\d+\.\d+|[0-9a-f]{40}")
 """A reproducible Hub revision: a release tag `vX.Y.Z` (as `castdata publish` makes them) or a commit sha."""
@@ -92,30 +90,11 @@ class Recipe(_Section):
         return self
 
 
-def _override(raw: dict[str, Any], assignment: str) -> None:
-    """Apply one `dotted.key=value` (value parsed as YAML) to a raw recipe."""
-    key, sep, value = assignment.partition("=")
-    if not sep or not key:
-        raise ConfigError(f"--set {assignment!r}: expected KEY=VALUE, e.g. training.learning_rate=1e-5")
-    *parents, leaf = key.split(".")
-    node = raw
-    for part in parents:
-        if node.get(part) is None:  # absent, or null (e.g. `lora: null`)
-            node[part] = {}
-        node = node[part]
-        if not isinstance(node, dict):
-            raise ConfigError(f"--set {assignment!r}: {part} is not a section")
-    try:
-        node[leaf] = json.loads(value)  # numbers as JSON reads them (YAML takes 1e-5 for a string)
-    except ValueError:
-        node[leaf] = yaml.safe_load(value)
-
-
 def load_recipe(path: str | Path, overrides: list[str] = (), expect: str | None = None) -> Recipe:
     """A validated recipe; `expect` is the dataset config the calling script trains on. Raises ConfigError."""
     raw: dict[str, Any] = load_config(path, _Raw).values
     for assignment in overrides:
-        _override(raw, assignment)
+        apply_override(raw, assignment)
     try:
         recipe = Recipe(**raw)
     except ValidationError as err:

@@ -9,6 +9,7 @@ from castdata.config import ConfigError
 from castdata.train.data import load_splits
 from castdata.train.model import load_model, load_tokenizer, lora_config, training_args
 from castdata.train.recipe import Recipe, recipe_from_argv
+from castdata.train.shorten import fit_rows, report
 
 
 def sft(recipe: Recipe) -> Any:
@@ -29,6 +30,8 @@ def fit(trainer_class: type, args: Any, recipe: Recipe) -> Any:
     """Load the data and the tokenizer (cheap, so a bad recipe fails first), then the model; train; save to `output_dir`."""
     train, evaluation = load_splits(recipe)
     tokenizer = load_tokenizer(recipe.model, args)
+    train = fit_split("train", train, tokenizer, args, recipe)
+    evaluation = fit_split("eval", evaluation, tokenizer, args, recipe)
     trainer = trainer_class(
         model=load_model(recipe.model),
         args=args,
@@ -40,6 +43,15 @@ def fit(trainer_class: type, args: Any, recipe: Recipe) -> Any:
     trainer.train()
     trainer.save_model()
     return trainer
+
+
+def fit_split(name: str, rows: Any, tokenizer: Any, args: Any, recipe: Recipe) -> Any:
+    """A split with its rows shortened to `max_length` (`castdata.train.shorten`), reporting how many."""
+    if rows is None:
+        return None
+    fitted = fit_rows(rows, tokenizer, getattr(args, "max_length", None), recipe.dataset.config)
+    report(name, fitted, args.max_length)
+    return fitted.rows
 
 
 TRAINERS = {"critic_sft": sft, "policy_sft": sft, "policy_dpo": dpo}
