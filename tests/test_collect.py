@@ -33,7 +33,7 @@ def run(tmp_path: Path, **overrides) -> list:
                                           ("telecom", "test"), ("telecom", "train"), ("telehealth", "test"),
                                           ("telehealth", "train"), ("telehealth", "dev")])
 def test_oracle_without_mistakes_solves_every_task(tmp_path, domain, split):
-    records = run(tmp_path, domains=[domain], split=split)
+    records = run(tmp_path, domains=[domain], split=split, max_steps=40)  # the careful lookups take more turns
     assert len(records) == len(load_domain(domain).tasks(split))
     failed = [(r.task_id, r.outcome) for r in records if r.outcome.reward != 1.0]
     assert failed == []
@@ -80,6 +80,23 @@ def test_injected_mistakes_match_what_happened(tmp_path):
             elif mistake.kind in ("premature_end", "missing_output"):
                 assert "content" in message and not message.get("tool_calls")
                 assert record.messages[mistake.step + 1]["content"].endswith("###STOP###")
+            elif mistake.kind == "misread_observation":
+                right, wrong = mistake.detail.split(": ", 1)[1].split(" -> ")
+                assert wrong in message["content"] and right not in message["content"]
+                assert any(right in (m["content"] or "") for m in record.messages[:mistake.step] if m["role"] == "tool")
+            elif mistake.kind == "wrong_refusal":
+                assert message["content"].startswith("I'm sorry, but I can't")
+            elif mistake.kind == "partial_plan":
+                key, left_out = mistake.detail.split(": left out ")
+                assert domain.tool_kind(call["name"]) == "write" and repr(left_out) not in json.dumps(call["arguments"][key])
+            elif mistake.kind == "wrong_order":
+                blocked = mistake.detail.split(" before ")[1]
+                later = [m for m in record.messages[mistake.step:] if m["role"] == "tool" and m["name"] == blocked]
+                assert domain.tool_kind(call["name"]) == "write" and later and later[0]["content"].startswith("Error")
+            elif mistake.kind == "guessed_id":
+                token = mistake.detail.split(" without ")[0]
+                earlier = [m["content"] or "" for m in record.messages[1:mistake.step] if m["role"] in ("user", "tool")]
+                assert token in json.dumps(message) and not any(token in text for text in earlier)
     assert seen == set(MISTAKE_KINDS)
 
 
