@@ -100,6 +100,22 @@ def test_injected_mistakes_match_what_happened(tmp_path):
     assert seen == set(MISTAKE_KINDS)
 
 
+def test_user_deviation_asks_for_more_and_the_oracle_serves_it(tmp_path):
+    records = run(tmp_path, domains=["retail"], split="train", tasks="0-39", user={"options": {"mistakes": {"user_deviation": 1.0}}})
+    deviated = [r for r in records if r.injected_mistakes]
+    assert len(deviated) >= 10
+    for record in deviated:
+        (mistake,) = record.injected_mistakes
+        message = record.messages[mistake.step]
+        assert mistake.kind == "user_deviation" and message["role"] == "user" and message["content"] == mistake.detail
+        order = mistake.detail.rsplit(" ", 1)[1].rstrip(".")
+        assert order not in record.privileged.instruction
+        cancels = [i for i, a in actions_of(record) if a.name == "cancel_pending_order" and a.kwargs["order_id"] == order]
+        assert cancels and cancels[0] > mistake.step
+        assert mistake.outcome_breaking and record.outcome.reward == 0.0
+    assert all(r.outcome.reward == 1.0 for r in records if not r.injected_mistakes)
+
+
 def _at(arguments: dict, key: str):
     """`arguments["k"]` or, for a detail like `k[1]`, `arguments["k"][1]`."""
     if key.endswith("]"):
@@ -199,6 +215,9 @@ def test_changed_config_is_refused_unless_forced(tmp_path):
         ({"tasks": {"retail/train": "0-2", "test": "7-200"}, "split": ["train", "test"]},
          "tasks: task id 120 out of range for retail/test; allowed: 0..119"),
         ({"agent": {"backend": "scripted", "temprature": 0.5}}, "agent.temprature: unknown key; allowed: backend, model"),
+        ({"agent": {"options": {"mistakes": {"guesed_id": 0.1}}}}, "agent.options.mistakes.guesed_id: unknown mistake kind; allowed: wrong_argument,"),
+        ({"user": {"options": {"mistakes": {"wrong_order": 0.1}}}}, "user.options.mistakes.wrong_order: unknown mistake kind; allowed: user_deviation"),
+        ({"user": {"options": {"deviation": 0.1}}}, "user.options.deviation: unknown option; allowed: mistakes"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, values, expected):

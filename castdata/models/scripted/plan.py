@@ -112,7 +112,8 @@ class Lookups:
 
 def write_goals(domain: Domain, task: Task, texts: tuple[str, ...]) -> list[int]:
     """For each gold action, the goal it serves: a write, the first goal from the previous write's on whose text
-    names one of its values; a read, the goal of the next write (the last goal after the last write)."""
+    names its first identifier (an order id), else any of them; a read, the goal of the next write (the last
+    goal after the last write)."""
     gold = [a for a in task.actions if a.name != RESPOND]
     assigned: list[int | None] = []
     current = 0
@@ -121,7 +122,9 @@ def write_goals(domain: Domain, task: Task, texts: tuple[str, ...]) -> list[int]
             assigned.append(None)
             continue
         values = [str(v) for v in action.kwargs.values() if isinstance(v, str) and any(c.isdigit() for c in v)]
-        current = next((g for g in range(current, len(texts)) if any(v in texts[g] for v in values)), current)
+        later = range(current, len(texts))
+        first = next((g for g in later if values and values[0] in texts[g]), None)
+        current = first if first is not None else next((g for g in later if any(v in texts[g] for v in values)), current)
         assigned.append(current)
     following = len(texts) - 1
     for index in range(len(assigned) - 1, -1, -1):
