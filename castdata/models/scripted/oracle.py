@@ -238,6 +238,12 @@ class NoisyOracleAgent:
         domain, task = self.ctx.domain, self.ctx.task
         return not same_state(domain.base, domain.replay(actions).changes(), domain.gold_changes(task.split, task.index))
 
+    def _unsaid(self, messages: list[dict[str, Any]], say: str) -> bool:
+        """Whether a required output stays unsaid with this message (the reward's check: case and commas ignored)."""
+        said = [str(m.get("content") or "") for m in messages if m["role"] == "assistant" and not m.get("tool_calls")]
+        texts = [text.lower().replace(",", "") for text in [*said, say]]
+        return any(not any(output.lower() in text for text in texts) for output in self.ctx.task.outputs)
+
     # -- playing --------------------------------------------------------------------------------
     def _revise(self, step: int) -> None:
         """A critic sent the last move back: replan it the gold way (its fix), or propose it again when it had none."""
@@ -285,8 +291,8 @@ class NoisyOracleAgent:
             say = end_text(value, move.outputs)
         for kind in move.mistakes:
             detail, breaking = move.details.get(kind, ""), move.breaking
-            if kind == "misread_observation" and not detail:
-                continue
+            if kind == "misread_observation" and not detail or kind == "missing_output" and not self._unsaid(messages, say):
+                continue  # no value to misread; the outputs were said anyway (e.g. a summary's amount is one)
             if kind == "wrong_argument":
                 changed = perturb_arguments(calls[0], _visible_text(messages), self.ctx.domain, self.rng)
                 if changed is None:
