@@ -93,11 +93,11 @@ def print_comparison(comparison: dict) -> None:
     console = Console()
     guarded = "interceptions" in comparison
     table = Table(title=f"pass^k without and with the critic - {comparison['out']}")
-    for column in ("domain", "split", "agent", "k", "without critic", *(("with critic", "change") if guarded else ())):
-        table.add_column(column, justify="left" if column in ("domain", "split", "agent") else "right")
+    for column in ("domain/split", "agent", "k", "without critic", *(("with critic", "change") if guarded else ())):
+        table.add_column(column, justify="left" if column in ("domain/split", "agent") else "right")
     for row in comparison["pass_k"]:
         without, with_ = row.get("without_critic"), row.get("with_critic")
-        cells = [row["domain"], row["split"], row["agent"], str(row["k"]), _shown(without)]
+        cells = [f"{row['domain']}/{row['split']}", row["agent"], str(row["k"]), _shown(without)]
         if guarded:
             change = f"{with_ - without:+.3f}" if None not in (with_, without) else ""
             cells += [_shown(with_), change]
