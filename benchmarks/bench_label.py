@@ -115,8 +115,9 @@ def main() -> None:
           f"{injected['failed_with_breaking']} failed episodes ({injected['first_error_agreement']:.2%}); "
           f"verifier rejections: {stats['verifier']['programmatic']['rejected']} of {stats['verifier']['programmatic']['checked']}")
     for kind, counts in result["by_kind"].items():
+        note = " (no agent action blamed)" if kind == "user_deviation" else ""
         print(f"  {kind:>20}: first critical error = the mistake in {counts['agree']} of {counts['episodes']} "
-              f"({counts['agree'] / counts['episodes']:.2%})" + (" (no agent action blamed)" if kind == "user_deviation" else ""))
+              f"({counts['agree'] / counts['episodes']:.2%}){note}")
 
 
 if __name__ == "__main__":

@@ -16,32 +16,29 @@ from castdata.models.scripted.user import USER_MISTAKE_KINDS, ScriptedUser
 from castdata.models.spec import ModelSpec
 
 
-def check_options(spec: ModelSpec, role: str) -> None:
-    """Refuse unknown scripted options of the `role` ("agent" or "user") model in one line naming the key."""
+def check_options(spec: ModelSpec, role: str | None = None) -> None:
+    """Refuse unknown scripted options of the `role` ("agent", "user"; None: either) model, in one line naming
+    the key."""
     if spec.backend != "scripted":
         return
+    where = f"{role}.options" if role else "options"
     for key in spec.options:
         if key != "mistakes":
-            raise ConfigError(f"{role}.options.{key}: unknown option; allowed: mistakes")
-    kinds = MISTAKE_KINDS if role == "agent" else USER_MISTAKE_KINDS
+            raise ConfigError(f"{where}.{key}: unknown option; allowed: mistakes")
+    kinds = {"agent": MISTAKE_KINDS, "user": USER_MISTAKE_KINDS}.get(role, MISTAKE_KINDS + USER_MISTAKE_KINDS)
     for kind, rate in dict(spec.options.get("mistakes") or {}).items():
         if kind not in kinds:
-            raise ConfigError(f"{role}.options.mistakes.{kind}: unknown mistake kind; allowed: {', '.join(kinds)}")
+            raise ConfigError(f"{where}.mistakes.{kind}: unknown mistake kind; allowed: {', '.join(kinds)}")
         if not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
-            raise ConfigError(f"{role}.options.mistakes.{kind}: must be a probability in [0, 1] (got {rate!r})")
+            raise ConfigError(f"{where}.mistakes.{kind}: must be a probability in [0, 1] (got {rate!r})")
 
 
 class ScriptedBackend:
     """`backend: scripted`: sessions for the noisy-oracle agent and the scripted user."""
 
     def __init__(self, spec: ModelSpec) -> None:
-        unknown = set(spec.options) - {"mistakes"}
-        if unknown:
-            raise ConfigError(f"options: unknown scripted option(s) {sorted(unknown)}; allowed: mistakes")
+        check_options(spec)
         self.mistakes: dict[str, float] = dict(spec.options.get("mistakes") or {})
-        bad = set(self.mistakes) - set(MISTAKE_KINDS) - set(USER_MISTAKE_KINDS)
-        if bad:
-            raise ConfigError(f"options.mistakes: unknown kind(s) {sorted(bad)}; allowed: {', '.join(MISTAKE_KINDS + USER_MISTAKE_KINDS)}")
 
     def agent_session(self, ctx: EpisodeContext) -> NoisyOracleAgent:
         return NoisyOracleAgent(ctx, self.mistakes)
@@ -56,4 +53,12 @@ class ScriptedBackend:
         return None
 
 
-__all__ = ["MISTAKE_KINDS", "USER_MISTAKE_KINDS", "NoisyOracleAgent", "ScriptedBackend", "ScriptedUser", "check_options", "perturb_arguments"]
+__all__ = [
+    "MISTAKE_KINDS",
+    "USER_MISTAKE_KINDS",
+    "NoisyOracleAgent",
+    "ScriptedBackend",
+    "ScriptedUser",
+    "check_options",
+    "perturb_arguments",
+]

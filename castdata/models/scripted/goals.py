@@ -21,9 +21,16 @@ _TEMPLATE = re.compile(r"^(?:For (#\w+),|Return (#\w+)|Cancel order (#\w+))")
 _IMPERATIVE = re.compile(r"^(For #\w+, )?(Return|Cancel|Exchange|Modify|Change|exchange|modify|change)\b")
 _PERSONA = re.compile(r"^You are (?:[a-z-]+, )*[a-z-]+\.$")
 _PRONOUNS = (
-    (r"\b[Yy]ou're\b", "I'm"), (r"\b[Yy]ou are\b", "I am"), (r"\b[Yy]ou'd\b", "I'd"), (r"\b[Yy]ou have\b", "I have"),
-    (r"\b[Yy]ourself\b", "myself"), (r"\byours\b", "mine"), (r"\byour\b", "my"), (r"\bYour\b", "My"),
-    (r"\b(to|for|with|tell|give|ask|help|call) you\b", r"\1 me"), (r"\b[Yy]ou\b", "I"),
+    (r"\b[Yy]ou're\b", "I'm"),
+    (r"\b[Yy]ou are\b", "I am"),
+    (r"\b[Yy]ou'd\b", "I'd"),
+    (r"\b[Yy]ou have\b", "I have"),
+    (r"\b[Yy]ourself\b", "myself"),
+    (r"\byours\b", "mine"),
+    (r"\byour\b", "my"),
+    (r"\bYour\b", "My"),
+    (r"\b(to|for|with|tell|give|ask|help|call) you\b", r"\1 me"),
+    (r"\b[Yy]ou\b", "I"),
 )
 REQUEST_VERBS = ("return", "exchange", "cancel", "modify", "change", "schedule", "reschedule", "book", "update")
 
@@ -72,7 +79,7 @@ def _first_person(sentence: str) -> str:
     imperative = _IMPERATIVE.match(sentence)
     if imperative:
         head = imperative.group(1) or ""
-        sentence = f"{head}I'd like to {sentence[len(head)].lower()}{sentence[len(head) + 1:]}"
+        sentence = f"{head}I'd like to {sentence[len(head)].lower()}{sentence[len(head) + 1 :]}"
     for pattern, replacement in _PRONOUNS:
         sentence = re.sub(pattern, replacement, sentence)
     return sentence

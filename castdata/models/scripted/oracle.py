@@ -39,7 +39,9 @@ MISTAKE_KINDS = (
     "wrong_order",  # a write that makes a later required write fail (outcome-breaking)
     "guessed_id",  # using an identifier never seen: the lookup that shows it is skipped
 )
-OUTCOME_BREAKING = frozenset({"wrong_argument", "wrong_tool", "premature_end", "missing_output", "wrong_refusal", "partial_plan", "wrong_order"})
+OUTCOME_BREAKING = frozenset(
+    {"wrong_argument", "wrong_tool", "premature_end", "missing_output", "wrong_refusal", "partial_plan", "wrong_order"}
+)
 # A mistake of these kinds is recorded as outcome-breaking only when it is: the oracle checks with a
 # privileged replay (e.g. a wrong argument to a gold write that fails anyway changes nothing).
 
@@ -87,7 +89,11 @@ class NoisyOracleAgent:
     def resume(self, messages: list[dict[str, Any]]) -> None:
         """Continue a recorded conversation: play the plan's steps it has not made (calls not executed, messages not
         said), rolling for mistakes as usual, and skip a first move that repeats its last agent message."""
-        executed = [Action(name=c["function"]["name"], kwargs=c["function"]["arguments"]) for m in messages for c in (m.get("tool_calls") or [])[:1]]
+        executed = [
+            Action(name=c["function"]["name"], kwargs=c["function"]["arguments"])
+            for m in messages
+            for c in (m.get("tool_calls") or [])[:1]
+        ]
         said = [m.get("content") for m in messages if m["role"] == "assistant" and not m.get("tool_calls")]
         remaining = []
         for step in self.steps:
@@ -120,8 +126,14 @@ class NoisyOracleAgent:
                 elif step.reveals and following is not None and following.action is not None and roll("guessed_id"):
                     guess = step
                 elif following is not None and following.kind == "read" and roll("two_tool_calls"):
-                    moves.append(Move(calls=(step.action, following.action), goal=step.goal, mistakes=("two_tool_calls",),
-                                      fix=(Move(calls=(step.action,), goal=step.goal),)))
+                    moves.append(
+                        Move(
+                            calls=(step.action, following.action),
+                            goal=step.goal,
+                            mistakes=("two_tool_calls",),
+                            fix=(Move(calls=(step.action,), goal=step.goal),),
+                        )
+                    )
                     moves.append(Move(calls=(following.action,), goal=step.goal))
                     index += 1
                 else:
@@ -132,7 +144,7 @@ class NoisyOracleAgent:
             else:
                 moves.append(self._end(step, final, roll))
             if guess is not None and len(moves) > start and step is not guess:
-                moves[start:start + 1] = _guessed(moves[start], guess)
+                moves[start : start + 1] = _guessed(moves[start], guess)
                 guess = None
             index += 1
         return moves
@@ -146,7 +158,11 @@ class NoisyOracleAgent:
             if candidate.kind != "read" or candidate.goal != 0:
                 break
             values = [str(v) for v in candidate.action.kwargs.values()]
-            if values and candidate.action.name not in self.ctx.domain.catalog.auth_tools and all(any(v in text for text in early) for v in values):
+            if (
+                values
+                and candidate.action.name not in self.ctx.domain.catalog.auth_tools
+                and all(any(v in text for text in early) for v in values)
+            ):
                 if not roll("before_auth"):
                     break
                 read = Move(calls=(candidate.action,), goal=0)
@@ -160,35 +176,76 @@ class NoisyOracleAgent:
         rest = [s for s in steps[index:] if s.goal == goal]
         gold_way = lambda: tuple(self._moves(rest, _never))  # noqa: E731
         if goal == final and roll("premature_end"):
-            breaking = bool(self.ctx.task.outputs) or self._breaks(skipped=[s.action for s in rest if s.kind == "write"])
-            moves.append(Move(say=f"I have taken care of your request. {ANYTHING_ELSE}", goal=goal, mistakes=("premature_end",),
-                              breaking=breaking, fix=gold_way()))
+            breaking = bool(self.ctx.task.outputs) or self._breaks(
+                skipped=[s.action for s in rest if s.kind == "write"]
+            )
+            moves.append(
+                Move(
+                    say=f"I have taken care of your request. {ANYTHING_ELSE}",
+                    goal=goal,
+                    mistakes=("premature_end",),
+                    breaking=breaking,
+                    fix=gold_way(),
+                )
+            )
             return len(rest) - 1
         if roll("wrong_refusal"):
             what = action.name.replace("_", " ")
-            breaking = self._breaks(skipped=[s.action for s in rest if s.kind == "write"]) or (goal == final and bool(self.ctx.task.outputs))
-            moves.append(Move(say=f"I'm sorry, but I can't {what} for you: our policy does not allow it. {ANYTHING_ELSE}",
-                              goal=goal, mistakes=("wrong_refusal",), breaking=breaking, details={"wrong_refusal": f"refused {action.name}"},
-                              fix=gold_way()))
+            breaking = self._breaks(skipped=[s.action for s in rest if s.kind == "write"]) or (
+                goal == final and bool(self.ctx.task.outputs)
+            )
+            moves.append(
+                Move(
+                    say=f"I'm sorry, but I can't {what} for you: our policy does not allow it. {ANYTHING_ELSE}",
+                    goal=goal,
+                    mistakes=("wrong_refusal",),
+                    breaking=breaking,
+                    details={"wrong_refusal": f"refused {action.name}"},
+                    fix=gold_way(),
+                )
+            )
             return len(rest) - 1
-        later = next((s for s in steps[index + 1:] if s.kind == "write"), None)
+        later = next((s for s in steps[index + 1 :] if s.kind == "write"), None)
         if later is not None and later.goal == goal and self._swap_breaks(action, later.action) and roll("wrong_order"):
-            between = steps[index + 1:steps.index(later)]
+            between = steps[index + 1 : steps.index(later)]
             moves += self._moves(between, _never)
-            first = Move(calls=(later.action,), goal=goal, mistakes=("wrong_order",), breaking=True,
-                         details={"wrong_order": f"{later.action.name} before {action.name}"},
-                         fix=(Move(say=confirmation(action), goal=goal), Move(calls=(action,), goal=goal),
-                              Move(say=confirmation(later.action), goal=goal), Move(calls=(later.action,), goal=goal)), covers=3)
-            moves += [Move(say=confirmation(later.action), goal=goal), first,
-                      Move(say=confirmation(action), goal=goal), Move(calls=(action,), goal=goal)]
+            first = Move(
+                calls=(later.action,),
+                goal=goal,
+                mistakes=("wrong_order",),
+                breaking=True,
+                details={"wrong_order": f"{later.action.name} before {action.name}"},
+                fix=(
+                    Move(say=confirmation(action), goal=goal),
+                    Move(calls=(action,), goal=goal),
+                    Move(say=confirmation(later.action), goal=goal),
+                    Move(calls=(later.action,), goal=goal),
+                ),
+                covers=3,
+            )
+            moves += [
+                Move(say=confirmation(later.action), goal=goal),
+                first,
+                Move(say=confirmation(action), goal=goal),
+                Move(calls=(action,), goal=goal),
+            ]
             return len(between) + 1
         lists = [v for v in action.kwargs.values() if isinstance(v, list)]
         if lists and len(lists[0]) > 1 and roll("partial_plan"):
             partial, detail = without_item(action, self.rng.randrange(len(lists[0])))
             breaking = self._breaks(replace={id(action): partial})
             fix = (Move(say=confirmation(action), goal=goal), Move(calls=(action,), goal=goal))
-            moves += [Move(say=confirmation(partial), goal=goal),
-                      Move(calls=(partial,), goal=goal, mistakes=("partial_plan",), breaking=breaking, details={"partial_plan": detail}, fix=fix)]
+            moves += [
+                Move(say=confirmation(partial), goal=goal),
+                Move(
+                    calls=(partial,),
+                    goal=goal,
+                    mistakes=("partial_plan",),
+                    breaking=breaking,
+                    details={"partial_plan": detail},
+                    fix=fix,
+                ),
+            ]
             return 0
         write = self._call(action, goal, roll)
         if roll("no_confirmation"):
@@ -203,9 +260,15 @@ class NoisyOracleAgent:
         if roll("wrong_tool"):
             other = other_write_tool(self.ctx.domain, action)
             if other is not None:
-                return Move(calls=(other,), goal=goal, mistakes=("wrong_tool",), replaces=action, fix=fix,
-                            breaking=self._breaks(replace={id(action): other}),
-                            details={"wrong_tool": f"called {other.name} instead of {action.name}"})
+                return Move(
+                    calls=(other,),
+                    goal=goal,
+                    mistakes=("wrong_tool",),
+                    replaces=action,
+                    fix=fix,
+                    breaking=self._breaks(replace={id(action): other}),
+                    details={"wrong_tool": f"called {other.name} instead of {action.name}"},
+                )
         if roll("wrong_argument"):
             return Move(calls=(action,), goal=goal, mistakes=("wrong_argument",), replaces=action, fix=fix)
         return Move(calls=(action,), goal=goal)
@@ -216,7 +279,9 @@ class NoisyOracleAgent:
         outputs = self.ctx.task.outputs if step.goal == final else ()
         right = Move(say=step.text, goal=step.goal, outputs=outputs)
         if outputs and roll("missing_output"):
-            return Move(say=step.text, goal=step.goal, outputs=(), mistakes=("missing_output",), breaking=True, fix=(right,))
+            return Move(
+                say=step.text, goal=step.goal, outputs=(), mistakes=("missing_output",), breaking=True, fix=(right,)
+            )
         if step.value is not None and roll("misread_observation"):
             return Move(say=step.text, goal=step.goal, outputs=outputs, mistakes=("misread_observation",), fix=(right,))
         return right
@@ -225,7 +290,11 @@ class NoisyOracleAgent:
         """Privileged check: would the gold solution, without `skipped` and with `replace` (by id of the gold
         action), leave another database than the gold solution?"""
         replace = replace or {}
-        gold = [replace.get(id(a), a) for a in self.ctx.task.actions if a.name != RESPOND and not any(a is s for s in skipped)]
+        gold = [
+            replace.get(id(a), a)
+            for a in self.ctx.task.actions
+            if a.name != RESPOND and not any(a is s for s in skipped)
+        ]
         return self._differs(gold)
 
     def _swap_breaks(self, first: Action, second: Action) -> bool:
@@ -236,7 +305,9 @@ class NoisyOracleAgent:
 
     def _differs(self, actions: list[Action]) -> bool:
         domain, task = self.ctx.domain, self.ctx.task
-        return not same_state(domain.base, domain.replay(actions).changes(), domain.gold_changes(task.split, task.index))
+        return not same_state(
+            domain.base, domain.replay(actions).changes(), domain.gold_changes(task.split, task.index)
+        )
 
     def _unsaid(self, messages: list[dict[str, Any]], say: str) -> bool:
         """Whether a required output stays unsaid with this message (the reward's check: case and commas ignored)."""
@@ -252,7 +323,7 @@ class NoisyOracleAgent:
         self.turn = self.last
         move = self.moves[self.turn]
         if move.fix:
-            self.moves[self.turn:self.turn + move.covers] = move.fix
+            self.moves[self.turn : self.turn + move.covers] = move.fix
             for mistake in self.injected:
                 mistake.intercepted = mistake.intercepted or mistake.step == step
 
@@ -273,7 +344,12 @@ class NoisyOracleAgent:
         step = transcript_length(messages)
         if step < len(messages):
             self._revise(step)
-        if self.turn >= len(self.moves) and self.deviation and not self.served_deviation and self._asked(messages, len(self.requests)):
+        if (
+            self.turn >= len(self.moves)
+            and self.deviation
+            and not self.served_deviation
+            and self._asked(messages, len(self.requests))
+        ):
             self._serve_deviation(messages)
         if self.turn >= len(self.moves) or not self._asked(messages, self.moves[self.turn].goal):
             self.last = None
@@ -291,7 +367,12 @@ class NoisyOracleAgent:
             say = end_text(value, move.outputs)
         for kind in move.mistakes:
             detail, breaking = move.details.get(kind, ""), move.breaking
-            if kind == "misread_observation" and not detail or kind == "missing_output" and not self._unsaid(messages, say):
+            if (
+                kind == "misread_observation"
+                and not detail
+                or kind == "missing_output"
+                and not self._unsaid(messages, say)
+            ):
                 continue  # no value to misread; the outputs were said anyway (e.g. a summary's amount is one)
             if kind == "wrong_argument":
                 changed = perturb_arguments(calls[0], _visible_text(messages), self.ctx.domain, self.rng)
@@ -299,27 +380,42 @@ class NoisyOracleAgent:
                     continue
                 calls[0], detail = changed
                 breaking = self._breaks(replace={id(move.replaces): calls[0]})
-            self.injected.append(InjectedMistake(kind=kind, step=step, outcome_breaking=kind in OUTCOME_BREAKING and breaking, detail=detail))
+            self.injected.append(
+                InjectedMistake(
+                    kind=kind, step=step, outcome_breaking=kind in OUTCOME_BREAKING and breaking, detail=detail
+                )
+            )
         if say is not None:
             return Reply(content=say)
         return Reply(
             tool_calls=[
-                ToolCall(id=f"call_{step}_{i}", name=a.name, arguments=dict(a.kwargs), raw_arguments=json.dumps(a.kwargs))
+                ToolCall(
+                    id=f"call_{step}_{i}", name=a.name, arguments=dict(a.kwargs), raw_arguments=json.dumps(a.kwargs)
+                )
                 for i, a in enumerate(calls)
             ]
         )
 
 
 def _guessed(move: Move, lookup: Step) -> list[Move]:
-    """`move` made without the `lookup` before it (guessed_id), if it uses what the lookup shows; else both, the gold way."""
+    """`move` made without the `lookup` before it (guessed_id), if it uses what the lookup shows; else both, the
+    gold way."""
     looked = Move(calls=(lookup.action,), goal=lookup.goal)
     used = json.dumps([move.say, [a.kwargs for a in move.calls]])
     if not any(token in used for token in lookup.reveals):
         return [looked, move]
     detail = f"{', '.join(lookup.reveals)} without {lookup.action.name}"
     gold = Move(**{**vars(move), "mistakes": (), "fix": ()})
-    return [Move(**{**vars(move), "mistakes": ("guessed_id", *move.mistakes), "details": {**move.details, "guessed_id": detail},
-                    "fix": (looked, gold)})]
+    return [
+        Move(
+            **{
+                **vars(move),
+                "mistakes": ("guessed_id", *move.mistakes),
+                "details": {**move.details, "guessed_id": detail},
+                "fix": (looked, gold),
+            }
+        )
+    ]
 
 
 def _amount_on_record(messages: list[dict[str, Any]], domain) -> tuple[str, str] | None:
@@ -327,7 +423,11 @@ def _amount_on_record(messages: list[dict[str, Any]], domain) -> tuple[str, str]
     for message in reversed(messages):
         if message["role"] == "assistant" and not message.get("tool_calls"):
             return None
-        if message["role"] == "tool" and domain.tool_kind(message["name"]) == "write" and not message["content"].startswith("Error"):
+        if (
+            message["role"] == "tool"
+            and domain.tool_kind(message["name"]) == "write"
+            and not message["content"].startswith("Error")
+        ):
             return amount_on_record(message["content"])
     return None
 

@@ -21,7 +21,7 @@ def other_write_tool(domain, action: Action) -> Action | None:
 def misread(value: str) -> str:
     """A number as a hasty reader gets it wrong: its first non-zero digit off by one."""
     index = next(i for i, ch in enumerate(value) if ch in "123456789")
-    return f"{value[:index]}{int(value[index]) % 9 + 1}{value[index + 1:]}"
+    return f"{value[:index]}{int(value[index]) % 9 + 1}{value[index + 1 :]}"
 
 
 def _alternative(value: Any, visible: str, enum: list[Any] | None, rng) -> Any:
@@ -45,7 +45,9 @@ def _alternative(value: Any, visible: str, enum: list[Any] | None, rng) -> Any:
     return None
 
 
-def perturb_arguments(action: Action, visible: str, domain, rng, keys: list[str] | None = None) -> tuple[Action, str] | None:
+def perturb_arguments(
+    action: Action, visible: str, domain, rng, keys: list[str] | None = None
+) -> tuple[Action, str] | None:
     """`action` with one argument (of `keys`, default all, ids first) replaced by a plausible wrong value,
     or None if none can be."""
     props = domain.tools[action.name].get_info()["function"]["parameters"].get("properties", {})
@@ -59,11 +61,15 @@ def perturb_arguments(action: Action, visible: str, domain, rng, keys: list[str]
             if new_item is not None and new_item != value[i]:
                 new = list(value)
                 new[i] = new_item
-                return Action(name=action.name, kwargs={**action.kwargs, key: new}), f"{key}[{i}]: {value[i]!r} -> {new_item!r}"
+                return Action(
+                    name=action.name, kwargs={**action.kwargs, key: new}
+                ), f"{key}[{i}]: {value[i]!r} -> {new_item!r}"
             continue
         new_value = _alternative(value, visible, props.get(key, {}).get("enum"), rng)
         if new_value is not None and new_value != value:
-            return Action(name=action.name, kwargs={**action.kwargs, key: new_value}), f"{key}: {value!r} -> {new_value!r}"
+            return Action(
+                name=action.name, kwargs={**action.kwargs, key: new_value}
+            ), f"{key}: {value!r} -> {new_value!r}"
     return None
 
 
@@ -71,5 +77,8 @@ def without_item(action: Action, index: int) -> tuple[Action, str]:
     """`action` with item `index` left out of every list argument as long as the first one."""
     lists = [key for key, value in action.kwargs.items() if isinstance(value, list)]
     size = len(action.kwargs[lists[0]])
-    kwargs = {k: ([x for i, x in enumerate(v) if i != index] if k in lists and len(v) == size else v) for k, v in action.kwargs.items()}
+    kwargs = {
+        k: ([x for i, x in enumerate(v) if i != index] if k in lists and len(v) == size else v)
+        for k, v in action.kwargs.items()
+    }
     return Action(name=action.name, kwargs=kwargs), f"{lists[0]}: left out {action.kwargs[lists[0]][index]!r}"

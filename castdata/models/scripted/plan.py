@@ -44,7 +44,9 @@ def greeting(domain: Domain) -> str:
 
 def confirmation(action: Action) -> str:
     what = action.name.replace("_", " ")
-    return f"I can {what} with these details: {json.dumps(action.kwargs)}. Do you confirm that I should proceed (yes/no)?"
+    return (
+        f"I can {what} with these details: {json.dumps(action.kwargs)}. Do you confirm that I should proceed (yes/no)?"
+    )
 
 
 def end_text(value: tuple[str, str] | None, outputs: tuple[str, ...] = ()) -> str:
@@ -103,7 +105,7 @@ class Lookups:
         values = list(dict.fromkeys(v for text in reversed(self.seen) for v in identifiers(text)))
         with episode_clock():
             for name, param in self.readers:
-                for value in ([None] if param is None else values):
+                for value in [None] if param is None else values:
                     action = Action(name=name, kwargs={} if param is None else {param: value.lstrip("$")})
                     if not self.made(action) and token in self.domain.execute(self.db, name, action.kwargs).observation:
                         return action
@@ -124,7 +126,9 @@ def write_goals(domain: Domain, task: Task, texts: tuple[str, ...]) -> list[int]
         values = [str(v) for v in action.kwargs.values() if isinstance(v, str) and any(c.isdigit() for c in v)]
         later = range(current, len(texts))
         first = next((g for g in later if values and values[0] in texts[g]), None)
-        current = first if first is not None else next((g for g in later if any(v in texts[g] for v in values)), current)
+        current = (
+            first if first is not None else next((g for g in later if any(v in texts[g] for v in values)), current)
+        )
         assigned.append(current)
     following = len(texts) - 1
     for index in range(len(assigned) - 1, -1, -1):
@@ -140,7 +144,7 @@ def plan(domain: Domain, task: Task, extra: Deviation | None = None) -> list[Ste
     texts = goals(domain, task)
     auth = domain.auth_action(task)
     gold = [a for a in task.actions if a.name != RESPOND and a is not auth]
-    served = write_goals(domain, task, texts)[-len(gold):] if gold else []
+    served = write_goals(domain, task, texts)[-len(gold) :] if gold else []
     planner = _Planner(domain, texts)
     planner.lookups.seen.append(texts[0])
     steps = [Step("say", 0, greeting(domain))]

@@ -46,8 +46,12 @@ class ScriptedUser:
         extra, self.deviation = self.deviation, None
         domain, task = self.ctx.domain, self.ctx.task
         gold = [a for a in task.actions if a.name != RESPOND]
-        breaking = not same_state(domain.base, domain.replay([*gold, extra.action]).changes(), domain.gold_changes(task.split, task.index))
-        self.injected.append(InjectedMistake(kind="user_deviation", step=-1, outcome_breaking=breaking, detail=extra.text))
+        breaking = not same_state(
+            domain.base, domain.replay([*gold, extra.action]).changes(), domain.gold_changes(task.split, task.index)
+        )
+        self.injected.append(
+            InjectedMistake(kind="user_deviation", step=-1, outcome_breaking=breaking, detail=extra.text)
+        )
         return Reply(content=extra.text)
 
     async def reply(self, agent_message: str | None) -> Reply:
