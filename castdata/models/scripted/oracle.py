@@ -332,7 +332,7 @@ class NoisyOracleAgent:
         text = self.requests[goal] if goal < len(self.requests) else (self.deviation.text if self.deviation else "")
         return any(text and text in (m.get("content") or "") for m in messages if m["role"] == "user")
 
-    def _serve_deviation(self, messages: list[dict[str, Any]]) -> None:
+    def _serve_deviation(self) -> None:
         """The user asked for something its instruction does not say: plan it, the careful way."""
         self.served_deviation = True
         extra = [s for s in plan(self.ctx.domain, self.ctx.task, self.deviation) if s.goal == len(self.requests)]
@@ -350,7 +350,7 @@ class NoisyOracleAgent:
             and not self.served_deviation
             and self._asked(messages, len(self.requests))
         ):
-            self._serve_deviation(messages)
+            self._serve_deviation()
         if self.turn >= len(self.moves) or not self._asked(messages, self.moves[self.turn].goal):
             self.last = None
             closing = "Thank you for contacting us. " if self.turn >= len(self.moves) else ""
