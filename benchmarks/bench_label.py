@@ -80,13 +80,15 @@ def agreement_by_kind(run_dir: Path) -> dict[str, Counter]:
                 firsts[label.trajectory_id] = label.step
     found: dict[str, Counter] = {}
     for record in read_trajectories(run_dir):
-        breaking = sorted((m for m in record.injected_mistakes if m.outcome_breaking and not m.intercepted), key=lambda m: m.step)
+        breaking = [m for m in record.injected_mistakes if m.outcome_breaking and not m.intercepted]
+        breaking.sort(key=lambda m: m.step)
         if record.outcome.reward == 1.0 or not breaking or record.id not in firsts:
             continue
         first = breaking[0]
         counts = found.setdefault(first.kind, Counter())
         counts["episodes"] += 1
-        counts["agree"] += firsts[record.id] is None if first.kind == "user_deviation" else firsts[record.id] == first.step
+        found_first = firsts[record.id]
+        counts["agree"] += found_first is None if first.kind == "user_deviation" else found_first == first.step
     return dict(sorted(found.items()))
 
 

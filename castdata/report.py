@@ -20,7 +20,8 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 
 
 def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
-    """One row per episode: domain, split, agent, task, trial, success, turns, termination reason, token usage and cost."""
+    """One row per episode: domain, split, agent, task, trial, success, turns, termination reason, token usage and
+    cost."""
     usage = [r.usage_total() for r in records]
     return pl.DataFrame(
         {
@@ -54,8 +55,10 @@ def pass_k_table(episodes: pl.DataFrame) -> pl.DataFrame:
         n_min = int(group["n"].min())
         for k in range(1, n_min + 1):
             scores = [pass_hat_k(n, c, k) for n, c in zip(group["n"], group["c"])]
-            rows.append({"domain": domain, "split": split, "agent": agent, "k": k, "pass_k": sum(scores) / len(scores), "tasks": len(scores)})
-    schema = {"domain": pl.Utf8, "split": pl.Utf8, "agent": pl.Utf8, "k": pl.Int64, "pass_k": pl.Float64, "tasks": pl.Int64}
+            rows.append({"domain": domain, "split": split, "agent": agent, "k": k,
+                         "pass_k": sum(scores) / len(scores), "tasks": len(scores)})
+    schema = {"domain": pl.Utf8, "split": pl.Utf8, "agent": pl.Utf8, "k": pl.Int64, "pass_k": pl.Float64,
+              "tasks": pl.Int64}
     return pl.DataFrame(rows, schema=schema).sort("domain", "split", "agent", "k")
 
 

@@ -18,14 +18,16 @@ def print_report(summary: dict) -> None:
         table.add_column(column, justify="right" if column not in ("domain", "split", "agent") else "left")
     for group in summary["groups"]:
         passes = [f"{group['pass_k'][k]:.3f}" if k in group["pass_k"] else "" for k in ks]
-        table.add_row(group["domain"], group["split"], group["agent"], str(group["tasks"]), str(group["episodes"]), f"{group['mean_turns']:.1f}", *passes)
+        table.add_row(group["domain"], group["split"], group["agent"], str(group["tasks"]), str(group["episodes"]),
+                      f"{group['mean_turns']:.1f}", *passes)
     console.print(table)
     reasons = Table(title="termination reasons")
     for column in ("domain", "split", "agent"):
         reasons.add_column(column)
     reasons.add_column("reasons")
     for group in summary["groups"]:
-        reasons.add_row(group["domain"], group["split"], group["agent"], ", ".join(f"{k}={v}" for k, v in group["terminations"].items()))
+        shown = ", ".join(f"{k}={v}" for k, v in group["terminations"].items())
+        reasons.add_row(group["domain"], group["split"], group["agent"], shown)
     console.print(reasons)
     usage = Table(title="token usage and cost (agent and user models)")
     for column in ("domain", "split", "agent", "prompt tokens", "completion tokens", "cost (USD)"):

@@ -88,7 +88,8 @@ def test_injected_mistakes_match_what_happened(tmp_path):
                 assert message["content"].startswith("I'm sorry, but I can't")
             elif mistake.kind == "partial_plan":
                 key, left_out = mistake.detail.split(": left out ")
-                assert domain.tool_kind(call["name"]) == "write" and repr(left_out) not in json.dumps(call["arguments"][key])
+                assert domain.tool_kind(call["name"]) == "write"
+                assert repr(left_out) not in json.dumps(call["arguments"][key])
             elif mistake.kind == "wrong_order":
                 blocked = mistake.detail.split(" before ")[1]
                 later = [m for m in record.messages[mistake.step:] if m["role"] == "tool" and m["name"] == blocked]
@@ -101,7 +102,8 @@ def test_injected_mistakes_match_what_happened(tmp_path):
 
 
 def test_user_deviation_asks_for_more_and_the_oracle_serves_it(tmp_path):
-    records = run(tmp_path, domains=["retail"], split="train", tasks="0-39", user={"options": {"mistakes": {"user_deviation": 1.0}}})
+    user = {"options": {"mistakes": {"user_deviation": 1.0}}}
+    records = run(tmp_path, domains=["retail"], split="train", tasks="0-39", user=user)
     deviated = [r for r in records if r.injected_mistakes]
     assert len(deviated) >= 10
     for record in deviated:
@@ -110,7 +112,8 @@ def test_user_deviation_asks_for_more_and_the_oracle_serves_it(tmp_path):
         assert mistake.kind == "user_deviation" and message["role"] == "user" and message["content"] == mistake.detail
         order = mistake.detail.rsplit(" ", 1)[1].rstrip(".")
         assert order not in record.privileged.instruction
-        cancels = [i for i, a in actions_of(record) if a.name == "cancel_pending_order" and a.kwargs["order_id"] == order]
+        cancels = [i for i, a in actions_of(record)
+                   if a.name == "cancel_pending_order" and a.kwargs["order_id"] == order]
         assert cancels and cancels[0] > mistake.step
         assert mistake.outcome_breaking and record.outcome.reward == 0.0
     assert all(r.outcome.reward == 1.0 for r in records if not r.injected_mistakes)
@@ -215,8 +218,10 @@ def test_changed_config_is_refused_unless_forced(tmp_path):
         ({"tasks": {"retail/train": "0-2", "test": "7-200"}, "split": ["train", "test"]},
          "tasks: task id 120 out of range for retail/test; allowed: 0..119"),
         ({"agent": {"backend": "scripted", "temprature": 0.5}}, "agent.temprature: unknown key; allowed: backend, model"),
-        ({"agent": {"options": {"mistakes": {"guesed_id": 0.1}}}}, "agent.options.mistakes.guesed_id: unknown mistake kind; allowed: wrong_argument,"),
-        ({"user": {"options": {"mistakes": {"wrong_order": 0.1}}}}, "user.options.mistakes.wrong_order: unknown mistake kind; allowed: user_deviation"),
+        ({"agent": {"options": {"mistakes": {"guesed_id": 0.1}}}},
+         "agent.options.mistakes.guesed_id: unknown mistake kind; allowed: wrong_argument,"),
+        ({"user": {"options": {"mistakes": {"wrong_order": 0.1}}}},
+         "user.options.mistakes.wrong_order: unknown mistake kind; allowed: user_deviation"),
         ({"user": {"options": {"deviation": 0.1}}}, "user.options.deviation: unknown option; allowed: mistakes"),
     ],
 )

@@ -19,7 +19,8 @@ from castdata.rollout.store import RecordWriter, trajectory_file
 def record(task_id: int, trial: int, success: bool, reason: str = "user_stop", agent: str = "noisy-oracle",
            split: str = "test") -> Trajectory:
     return Trajectory(
-        id=episode_id("retail", split, task_id, trial), domain="retail", split=split, task_id=task_id, trial=trial, seed=0,
+        id=episode_id("retail", split, task_id, trial), domain="retail", split=split, task_id=task_id, trial=trial,
+        seed=0,
         agent=ModelSpec(model=agent), user=ModelSpec(model="scripted-user"), tools=[],
         messages=[{"role": "system", "content": "p"}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
         meta=[], outcome=Outcome(reward=float(success), db_match=success, termination_reason=reason),

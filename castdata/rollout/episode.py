@@ -102,7 +102,8 @@ async def run_episode(
         except ModelOutputError as err:
             reason, error = f"{err.role}_error", str(err)
     score = domain.score(task, db, transcript.agent_said())
-    injected = sorted([*getattr(agent_session, "injected", []), *getattr(user_session, "injected", [])], key=lambda m: m.step)
+    injected = [*getattr(agent_session, "injected", []), *getattr(user_session, "injected", [])]  # user: user_deviation
+    injected.sort(key=lambda m: m.step)
     interceptions = getattr(agent_session, "interceptions", [])  # a critic-guarded agent (castdata.critic.guard)
     return Trajectory(
         id=episode_id(domain.name, task.split, task.index, trial),
