@@ -67,7 +67,7 @@ def _request_part(sentence: str, names: set[str]) -> str:
     if _PERSONA.match(sentence) or sentence.startswith("Your name is"):
         return ""
     words = set(re.findall(r"[\w.@+-]+", sentence.lower()))
-    if sentence.startswith("You are") and words & names:
+    if sentence.startswith(("You ", "Your ")) and words & names:  # "You are X in 19122", "You name is X and ..."
         _, joined, rest = sentence.partition(" and you ")
         return f"You {rest}" if joined else ""
     return sentence
