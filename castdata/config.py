@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from castdata.build.options import BuildOptions
 from castdata.hub.options import PublishOptions
@@ -51,6 +51,14 @@ class CollectConfig(BaseModel):
                 raise ValueError("must be 'all', a list of task ids, a range 'START-END' (inclusive), or a mapping "
                                  "from 'split' or 'domain/split' to one of those")
         return value
+
+    @model_validator(mode="after")
+    def _scripted_options(self):
+        from castdata.models.scripted import check_options
+
+        check_options(self.agent, "agent")
+        check_options(self.user, "user")
+        return self
 
     @property
     def splits(self) -> list[str]:
@@ -111,6 +119,8 @@ class PipelineConfig(CollectConfig):
 def one_line_error(err: ValidationError, model: type[BaseModel]) -> str:
     """The first validation error as one line naming the key (and, for an unknown key, the allowed ones)."""
     first = err.errors()[0]
+    if first["type"] == "value_error" and not first["loc"] and isinstance(first["ctx"]["error"], ConfigError):
+        return str(first["ctx"]["error"])  # a check over several keys names its own key
     where = ".".join(str(p) for p in first["loc"]) or "config"
     if first["type"] == "extra_forbidden":
         parent = first["loc"][:-1]

@@ -1,4 +1,7 @@
-"""`castdata report`: pass^k, turns and termination reasons per domain and agent model (polars)."""
+"""`castdata report`: pass^k, turns and termination reasons per domain, split and agent model (polars).
+
+A task is a (domain, split, task id): retail train task 3 and retail test task 3 are two tasks.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,8 @@ from pathlib import Path
 
 import polars as pl
 
-from castdata.records import Trajectory
 from castdata.errors import InputError
+from castdata.records import Trajectory
 from castdata.rollout.store import TRAJECTORIES, read_trajectories
 
 
@@ -18,11 +21,13 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 
 
 def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
-    """One row per episode: domain, agent, task, trial, success, turns, termination reason, token usage and cost."""
+    """One row per episode: domain, split, agent, task, trial, success, turns, termination reason, token usage and
+    cost."""
     usage = [r.usage_total() for r in records]
     return pl.DataFrame(
         {
             "domain": [r.domain for r in records],
+            "split": [r.split for r in records],
             "agent": [r.agent.label for r in records],
             "task_id": [r.task_id for r in records],
             "trial": [r.trial for r in records],
@@ -34,26 +39,29 @@ def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
             "completion_tokens": [u.completion_tokens for u in usage],
             "cost_usd": [u.cost_usd for u in usage],
         },
-        schema={"domain": pl.Utf8, "agent": pl.Utf8, "task_id": pl.Int64, "trial": pl.Int64,
+        schema={"domain": pl.Utf8, "split": pl.Utf8, "agent": pl.Utf8, "task_id": pl.Int64, "trial": pl.Int64,
                 "success": pl.Boolean, "turns": pl.Int64, "termination": pl.Utf8, "counted": pl.Boolean,
                 "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "cost_usd": pl.Float64},
     )
 
 
 def pass_k_table(episodes: pl.DataFrame) -> pl.DataFrame:
-    """pass^1..pass^n per (domain, agent), n the fewest trials any task has; infrastructure errors and imported
-    episodes that do not reproduce excluded."""
+    """pass^1..pass^n per (domain, split, agent), n the fewest trials any of its tasks has; infrastructure errors
+    and imported episodes that do not reproduce excluded."""
     counted = episodes.filter(pl.col("counted"))
-    per_task = counted.group_by("domain", "agent", "task_id").agg(
+    per_task = counted.group_by("domain", "split", "agent", "task_id").agg(
         n=pl.len(), c=pl.col("success").sum().cast(pl.Int64)
     )
     rows = []
-    for (domain, agent), group in per_task.group_by("domain", "agent", maintain_order=True):
+    for (domain, split, agent), group in per_task.group_by("domain", "split", "agent", maintain_order=True):
         n_min = int(group["n"].min())
         for k in range(1, n_min + 1):
             scores = [pass_hat_k(n, c, k) for n, c in zip(group["n"], group["c"])]
-            rows.append({"domain": domain, "agent": agent, "k": k, "pass_k": sum(scores) / len(scores), "tasks": len(scores)})
-    return pl.DataFrame(rows, schema={"domain": pl.Utf8, "agent": pl.Utf8, "k": pl.Int64, "pass_k": pl.Float64, "tasks": pl.Int64}).sort("domain", "agent", "k")
+            rows.append({"domain": domain, "split": split, "agent": agent, "k": k,
+                         "pass_k": sum(scores) / len(scores), "tasks": len(scores)})
+    schema = {"domain": pl.Utf8, "split": pl.Utf8, "agent": pl.Utf8, "k": pl.Int64, "pass_k": pl.Float64,
+              "tasks": pl.Int64}
+    return pl.DataFrame(rows, schema=schema).sort("domain", "split", "agent", "k")
 
 
 def summarize(run_dir: Path) -> dict:
@@ -62,13 +70,14 @@ def summarize(run_dir: Path) -> dict:
         raise InputError(f"{run_dir}: not a run directory (no {TRAJECTORIES}/ folder; `castdata collect` makes one)")
     episodes = episodes_frame(read_trajectories(run_dir))
     groups = []
-    for (domain, agent), group in episodes.group_by("domain", "agent", maintain_order=True):
+    for (domain, split, agent), group in episodes.group_by("domain", "split", "agent", maintain_order=True):
         counted = group.filter(pl.col("counted"))
         infrastructure = group.filter(pl.col("termination") == "infrastructure_error").height
         passes = pass_k_table(group)
         groups.append(
             {
                 "domain": domain,
+                "split": split,
                 "agent": agent,
                 "episodes": group.height,
                 "tasks": group["task_id"].n_unique(),
@@ -80,7 +89,7 @@ def summarize(run_dir: Path) -> dict:
                 "usage": usage_sums(group),
             }
         )
-    groups = sorted(groups, key=lambda g: (g["domain"], g["agent"]))
+    groups = sorted(groups, key=lambda g: (g["domain"], g["split"], g["agent"]))
     return {"run_dir": str(run_dir), "groups": groups, "usage": usage_sums(episodes)}
 
 

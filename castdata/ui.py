@@ -17,25 +17,28 @@ def print_report(summary: dict) -> None:
         return
     ks = sorted({k for group in summary["groups"] for k in group["pass_k"]})
     table = Table(title=f"pass^k - {summary['run_dir']}")
-    for column in ("domain", "agent", "tasks", "episodes", "mean turns", *(f"pass^{k}" for k in ks)):
-        table.add_column(column, justify="right" if column not in ("domain", "agent") else "left")
+    for column in ("domain", "split", "agent", "tasks", "episodes", "mean turns", *(f"pass^{k}" for k in ks)):
+        table.add_column(column, justify="right" if column not in ("domain", "split", "agent") else "left")
     for group in summary["groups"]:
         passes = [f"{group['pass_k'][k]:.3f}" if k in group["pass_k"] else "" for k in ks]
-        table.add_row(group["domain"], group["agent"], str(group["tasks"]), str(group["episodes"]), f"{group['mean_turns']:.1f}", *passes)
+        table.add_row(group["domain"], group["split"], group["agent"], str(group["tasks"]), str(group["episodes"]),
+                      f"{group['mean_turns']:.1f}", *passes)
     console.print(table)
     reasons = Table(title="termination reasons")
-    reasons.add_column("domain")
-    reasons.add_column("agent")
+    for column in ("domain", "split", "agent"):
+        reasons.add_column(column)
     reasons.add_column("reasons")
     for group in summary["groups"]:
-        reasons.add_row(group["domain"], group["agent"], ", ".join(f"{k}={v}" for k, v in group["terminations"].items()))
+        shown = ", ".join(f"{k}={v}" for k, v in group["terminations"].items())
+        reasons.add_row(group["domain"], group["split"], group["agent"], shown)
     console.print(reasons)
     usage = Table(title="token usage and cost (agent and user models)")
-    for column in ("domain", "agent", "prompt tokens", "completion tokens", "cost (USD)"):
-        usage.add_column(column, justify="right" if column not in ("domain", "agent") else "left")
-    for domain, agent, sums in [*((g["domain"], g["agent"], g["usage"]) for g in summary["groups"]), ("all", "", summary["usage"])]:
+    for column in ("domain", "split", "agent", "prompt tokens", "completion tokens", "cost (USD)"):
+        usage.add_column(column, justify="right" if column not in ("domain", "split", "agent") else "left")
+    for domain, split, agent, sums in [*((g["domain"], g["split"], g["agent"], g["usage"]) for g in summary["groups"]),
+                                       ("all", "", "", summary["usage"])]:
         cost = "" if sums["cost_usd"] is None else f"{sums['cost_usd']:.4f}"
-        usage.add_row(domain, agent, str(sums["prompt_tokens"]), str(sums["completion_tokens"]), cost)
+        usage.add_row(domain, split, agent, str(sums["prompt_tokens"]), str(sums["completion_tokens"]), cost)
     console.print(usage)
 
 

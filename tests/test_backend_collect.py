@@ -54,7 +54,10 @@ class Playbook:
         task = next(t for text, t in self.by_instruction.items() if f"Instruction: {text}\n" in messages[0]["content"])
         if len(messages) == 2:
             return {"content": f"Hi! I need help with a request. [ticket {task.domain}/{task.split}/{task.index}]"}
-        answer = asyncio.run(ScriptedUser(EpisodeContext(self.domain, task, seed=0)).reply(messages[-1]["content"]))
+        user = ScriptedUser(EpisodeContext(self.domain, task, seed=0))
+        user.resume([{"role": "user", "content": m["content"]} for m in messages if m["role"] == "assistant"])
+        user.stated = max(user.stated, 1)  # the ticket line opened with its first goal
+        answer = asyncio.run(user.reply(messages[-1]["content"]))
         return {"content": answer.content}
 
     def agent(self, messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -231,8 +231,10 @@ def test_critic_balance(runs: list[Path], tmp_path: Path) -> None:
         build_dataset(runs, tmp_path / "balanced", options)
         return Counter(pq.read_table(next((tmp_path / "balanced").glob("critic_sft/train-*.parquet")), columns=["verdict"])["verdict"].to_pylist())
 
-    natural = verdicts(OPTIONS)
+    natural = verdicts(OPTIONS.model_copy(update={"critic_balance": "none"}))
     assert natural["valid"] > natural["invalid"] > 0
+    default = verdicts(OPTIONS)  # upsample to 3 valid per invalid
+    assert default == Counter(valid=natural["valid"], invalid=max(natural["invalid"], math.ceil(natural["valid"] / 3)))
     down = verdicts(OPTIONS.model_copy(update={"critic_balance": "downsample", "valid_per_invalid": 2.0}))
     assert down == Counter(valid=2 * natural["invalid"], invalid=natural["invalid"])
     up = verdicts(OPTIONS.model_copy(update={"critic_balance": "upsample", "valid_per_invalid": 1.0}))

@@ -33,7 +33,7 @@ def run(tmp_path: Path, **overrides) -> list:
                                           ("telecom", "test"), ("telecom", "train"), ("telehealth", "test"),
                                           ("telehealth", "train"), ("telehealth", "dev")])
 def test_oracle_without_mistakes_solves_every_task(tmp_path, domain, split):
-    records = run(tmp_path, domains=[domain], split=split)
+    records = run(tmp_path, domains=[domain], split=split, max_steps=40)  # the careful lookups take more turns
     assert len(records) == len(load_domain(domain).tasks(split))
     failed = [(r.task_id, r.outcome) for r in records if r.outcome.reward != 1.0]
     assert failed == []
@@ -80,7 +80,43 @@ def test_injected_mistakes_match_what_happened(tmp_path):
             elif mistake.kind in ("premature_end", "missing_output"):
                 assert "content" in message and not message.get("tool_calls")
                 assert record.messages[mistake.step + 1]["content"].endswith("###STOP###")
+            elif mistake.kind == "misread_observation":
+                right, wrong = mistake.detail.split(": ", 1)[1].split(" -> ")
+                assert wrong in message["content"] and right not in message["content"]
+                assert any(right in (m["content"] or "") for m in record.messages[:mistake.step] if m["role"] == "tool")
+            elif mistake.kind == "wrong_refusal":
+                assert message["content"].startswith("I'm sorry, but I can't")
+            elif mistake.kind == "partial_plan":
+                key, left_out = mistake.detail.split(": left out ")
+                assert domain.tool_kind(call["name"]) == "write"
+                assert repr(left_out) not in json.dumps(call["arguments"][key])
+            elif mistake.kind == "wrong_order":
+                blocked = mistake.detail.split(" before ")[1]
+                later = [m for m in record.messages[mistake.step:] if m["role"] == "tool" and m["name"] == blocked]
+                assert domain.tool_kind(call["name"]) == "write" and later and later[0]["content"].startswith("Error")
+            elif mistake.kind == "guessed_id":
+                token = mistake.detail.split(" without ")[0]
+                earlier = [m["content"] or "" for m in record.messages[1:mistake.step] if m["role"] in ("user", "tool")]
+                assert token in json.dumps(message) and not any(token in text for text in earlier)
     assert seen == set(MISTAKE_KINDS)
+
+
+def test_user_deviation_asks_for_more_and_the_oracle_serves_it(tmp_path):
+    user = {"options": {"mistakes": {"user_deviation": 1.0}}}
+    records = run(tmp_path, domains=["retail"], split="train", tasks="0-39", user=user)
+    deviated = [r for r in records if r.injected_mistakes]
+    assert len(deviated) >= 10
+    for record in deviated:
+        (mistake,) = record.injected_mistakes
+        message = record.messages[mistake.step]
+        assert mistake.kind == "user_deviation" and message["role"] == "user" and message["content"] == mistake.detail
+        order = mistake.detail.rsplit(" ", 1)[1].rstrip(".")
+        assert order not in record.privileged.instruction
+        cancels = [i for i, a in actions_of(record)
+                   if a.name == "cancel_pending_order" and a.kwargs["order_id"] == order]
+        assert cancels and cancels[0] > mistake.step
+        assert mistake.outcome_breaking and record.outcome.reward == 0.0
+    assert all(r.outcome.reward == 1.0 for r in records if not r.injected_mistakes)
 
 
 def _at(arguments: dict, key: str):
@@ -182,6 +218,11 @@ def test_changed_config_is_refused_unless_forced(tmp_path):
         ({"tasks": {"retail/train": "0-2", "test": "7-200"}, "split": ["train", "test"]},
          "tasks: task id 120 out of range for retail/test; allowed: 0..119"),
         ({"agent": {"backend": "scripted", "temprature": 0.5}}, "agent.temprature: unknown key; allowed: backend, model"),
+        ({"agent": {"options": {"mistakes": {"guesed_id": 0.1}}}},
+         "agent.options.mistakes.guesed_id: unknown mistake kind; allowed: wrong_argument,"),
+        ({"user": {"options": {"mistakes": {"wrong_order": 0.1}}}},
+         "user.options.mistakes.wrong_order: unknown mistake kind; allowed: user_deviation"),
+        ({"user": {"options": {"deviation": 0.1}}}, "user.options.deviation: unknown option; allowed: mistakes"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, values, expected):

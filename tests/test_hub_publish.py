@@ -103,7 +103,7 @@ def releases(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("releases")
     runs = tmp_path_factory.mktemp("runs")
     for name, tasks in (("v1", "0-2"), ("v2", "0-4")):
-        manifest = build_dataset([labelled_run(runs / name / "demo", split="test", tasks=tasks, trials=2)], work / name)
+        manifest = build_dataset([labelled_run(runs / name / "demo", split="test", tasks=tasks, trials=3)], work / name)
         assert list(manifest["configs"]) == list(CONFIGS), "every config has rows"
     build_dataset([runs / "v2" / "demo"], work / "v3", BuildOptions(shard_rows=50))
     shutil.copytree(work / "v1", work / "tampered")

@@ -16,9 +16,11 @@ from castdata.report import pass_hat_k, summarize
 from castdata.rollout.store import RecordWriter, trajectory_file
 
 
-def record(task_id: int, trial: int, success: bool, reason: str = "user_stop", agent: str = "noisy-oracle") -> Trajectory:
+def record(task_id: int, trial: int, success: bool, reason: str = "user_stop", agent: str = "noisy-oracle",
+           split: str = "test") -> Trajectory:
     return Trajectory(
-        id=episode_id("retail", "test", task_id, trial), domain="retail", split="test", task_id=task_id, trial=trial, seed=0,
+        id=episode_id("retail", split, task_id, trial), domain="retail", split=split, task_id=task_id, trial=trial,
+        seed=0,
         agent=ModelSpec(model=agent), user=ModelSpec(model="scripted-user"), tools=[],
         messages=[{"role": "system", "content": "p"}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
         meta=[], outcome=Outcome(reward=float(success), db_match=success, termination_reason=reason),
@@ -57,6 +59,18 @@ def test_report_matches_hand_computation(run_dir):
     assert group["episodes"] == 13 and group["infrastructure_errors"] == 1
     assert group["terminations"] == {"infrastructure_error": 1, "user_stop": 12}
     assert group["mean_turns"] == 1.0
+
+
+def test_report_counts_a_task_per_domain_split_and_id(tmp_path):
+    # retail train task 0 always succeeds, retail test task 0 never: two tasks, not one with 4 of 8
+    writer = RecordWriter()
+    for split, ok in (("train", True), ("test", False)):
+        for trial in range(4):
+            writer.append(trajectory_file(tmp_path, "retail", split), record(0, trial, ok, split=split).to_json())
+    writer.close()
+    groups = {group["split"]: group for group in summarize(tmp_path)["groups"]}
+    assert groups["train"]["pass_k"] == {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0} and groups["train"]["tasks"] == 1
+    assert groups["test"]["pass_k"] == {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0} and groups["test"]["tasks"] == 1
 
 
 def test_report_cli_json(run_dir):

@@ -62,7 +62,7 @@ def pass_k(files: Files) -> list[dict]:
     frame = pl.DataFrame(
         {
             "domain": data["domain"],
-            "benchmark_split": data["benchmark_split"],
+            "split": data["benchmark_split"],
             "agent": data["agent_model"],
             "task_id": data["task_id"],
             "success": [outcome["reward"] == 1.0 for outcome in data["outcome"]],
@@ -74,16 +74,14 @@ def pass_k(files: Files) -> list[dict]:
         }
     )
     found = []
-    for (benchmark_split,), group in frame.group_by("benchmark_split"):
-        table = pass_k_table(group)
-        for (domain, agent), rows in table.group_by("domain", "agent"):
-            found.append(
-                {
-                    "domain": domain,
-                    "benchmark_split": benchmark_split,
-                    "agent": agent,
-                    "tasks": int(rows["tasks"][0]),
-                    "pass_k": [round(float(v), PASS_K_DIGITS) for v in rows.sort("k")["pass_k"]],
-                }
-            )
+    for (domain, benchmark_split, agent), rows in pass_k_table(frame).group_by("domain", "split", "agent"):
+        found.append(
+            {
+                "domain": domain,
+                "benchmark_split": benchmark_split,
+                "agent": agent,
+                "tasks": int(rows["tasks"][0]),
+                "pass_k": [round(float(v), PASS_K_DIGITS) for v in rows.sort("k")["pass_k"]],
+            }
+        )
     return sorted(found, key=lambda row: (row["domain"], row["benchmark_split"], row["agent"]))

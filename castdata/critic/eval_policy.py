@@ -70,14 +70,14 @@ def run_eval(config: EvalConfig, out: Path, *, show_progress: bool = True, limit
 
 
 def compare(out: Path, arms: list[str]) -> dict:
-    """pass^k of each arm per (domain, agent, k), and the guarded arm's interceptions."""
+    """pass^k of each arm per (domain, split, agent, k), and the guarded arm's interceptions."""
     summaries = {arm: summarize(out / arm) for arm in arms}
     rows: dict[tuple, dict] = {}
     for arm, summary in summaries.items():
         for group in summary["groups"]:
             for k, value in group["pass_k"].items():
-                key = (group["domain"], group["agent"], k)
-                rows.setdefault(key, {"domain": key[0], "agent": key[1], "k": k})[arm] = value
+                key = (group["domain"], group["split"], group["agent"], k)
+                rows.setdefault(key, {"domain": key[0], "split": key[1], "agent": key[2], "k": k})[arm] = value
     comparison = {"out": str(out), "pass_k": [rows[key] for key in sorted(rows)], "arms": summaries}
     if "with_critic" in arms:
         records = read_trajectories(out / "with_critic")
@@ -98,11 +98,11 @@ def print_comparison(comparison: dict) -> None:
     console = Console()
     guarded = "interceptions" in comparison
     table = Table(title=f"pass^k without and with the critic - {comparison['out']}")
-    for column in ("domain", "agent", "k", "without critic", *(("with critic", "change") if guarded else ())):
-        table.add_column(column, justify="left" if column in ("domain", "agent") else "right")
+    for column in ("domain/split", "agent", "k", "without critic", *(("with critic", "change") if guarded else ())):
+        table.add_column(column, justify="left" if column in ("domain/split", "agent") else "right")
     for row in comparison["pass_k"]:
         without, with_ = row.get("without_critic"), row.get("with_critic")
-        cells = [row["domain"], row["agent"], str(row["k"]), _shown(without)]
+        cells = [f"{row['domain']}/{row['split']}", row["agent"], str(row["k"]), _shown(without)]
         if guarded:
             change = f"{with_ - without:+.3f}" if None not in (with_, without) else ""
             cells += [_shown(with_), change]

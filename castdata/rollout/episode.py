@@ -102,7 +102,8 @@ async def run_episode(
         except ModelOutputError as err:
             reason, error = f"{err.role}_error", str(err)
     score = domain.score(task, db, transcript.agent_said())
-    injected = getattr(agent_session, "injected", [])
+    injected = [*getattr(agent_session, "injected", []), *getattr(user_session, "injected", [])]  # user: user_deviation
+    injected.sort(key=lambda m: m.step)
     interceptions = getattr(agent_session, "interceptions", [])  # a critic-guarded agent (castdata.critic.guard)
     return Trajectory(
         id=episode_id(domain.name, task.split, task.index, trial),
@@ -141,6 +142,9 @@ async def _user_turn(user_session: UserSession, transcript: _Transcript, text: s
     """The user answers the agent's message `text`; returns the termination reason the answer gives, or None."""
     answer = await user_session.reply(text)
     transcript.add({"role": "user", "content": answer.content or ""}, answer)
+    for mistake in getattr(user_session, "injected", []):  # a scripted user's deviation: this message
+        if mistake.step < 0:
+            mistake.step = len(transcript.messages) - 1
     if STOP in (answer.content or ""):
         return "user_stop"
     return "transfer" if TRANSFER in (answer.content or "") else None

@@ -1,0 +1,76 @@
+"""The scripted user: states its requests from its hidden instruction, a goal at a time, and answers the agent.
+
+It opens with its first goal (`goals.py`), gives the identifying details its instruction gives when asked,
+confirms what the agent proposes, states its next goal when offered more help, and ends with `###STOP###`
+when it has none left. With `options.mistakes.user_deviation` (a probability per episode) it deviates from
+its instruction once, at the end: it asks to cancel another of its open records (`goals.deviation`). The
+deviation is recorded in `injected` with step -1; the episode loop sets the step to the user message's index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from castdata.envs import RESPOND
+from castdata.envs.database import same_state
+from castdata.models.base import EpisodeContext, Reply
+from castdata.models.scripted.goals import deviation, goals, identity
+from castdata.records import InjectedMistake
+
+USER_MISTAKE_KINDS = ("user_deviation",)  # asks for something its instruction does not say
+STOP = "No, that's all. Thank you! ###STOP###"
+
+
+class ScriptedUser:
+    """A deterministic user with a hidden instruction (see the module docstring)."""
+
+    PATIENCE = 3  # consecutive turns it does not understand before giving up
+
+    def __init__(self, ctx: EpisodeContext, mistakes: dict[str, float] | None = None) -> None:
+        self.ctx = ctx
+        self.goals = goals(ctx.domain, ctx.task)
+        self.stated = 0
+        self.confused = 0
+        self.injected: list[InjectedMistake] = []
+        rate = (mistakes or {}).get("user_deviation", 0.0)
+        self.deviation = deviation(ctx.domain, ctx.task) if ctx.rng("user").random() < rate else None
+
+    def resume(self, messages: list[dict[str, Any]]) -> None:
+        """Continue a recorded conversation: the goals (and the deviation) its user turns already stated."""
+        said = " ".join(m.get("content") or "" for m in messages if m["role"] == "user")
+        self.stated = sum(1 for goal in self.goals if goal in said)
+        if self.deviation is not None and self.deviation.text in said:
+            self.deviation = None
+
+    def _deviate(self) -> Reply:
+        extra, self.deviation = self.deviation, None
+        domain, task = self.ctx.domain, self.ctx.task
+        gold = [a for a in task.actions if a.name != RESPOND]
+        breaking = not same_state(
+            domain.base, domain.replay([*gold, extra.action]).changes(), domain.gold_changes(task.split, task.index)
+        )
+        self.injected.append(
+            InjectedMistake(kind="user_deviation", step=-1, outcome_breaking=breaking, detail=extra.text)
+        )
+        return Reply(content=extra.text)
+
+    async def reply(self, agent_message: str | None) -> Reply:
+        """The user's next message."""
+        if agent_message is None:
+            self.stated = 1
+            return Reply(content=f"Hi! {self.goals[0]}")
+        text = agent_message.lower()
+        if "anything else" in text:
+            if self.stated < len(self.goals):
+                self.stated += 1
+                return Reply(content=f"Yes, one more thing. {self.goals[self.stated - 1]}")
+            return self._deviate() if self.deviation is not None else Reply(content=STOP)
+        self.confused = 0
+        if "confirm" in text or "yes/no" in text:
+            return Reply(content="Yes, please proceed.")
+        if any(word in text for word in ("email", "zip", "user id", "date of birth", "phone", "your name")):
+            return Reply(content=identity(self.ctx.domain, self.ctx.task))
+        self.confused += 1
+        if self.confused >= self.PATIENCE:
+            return Reply(content="I don't think we're getting anywhere. ###STOP###")
+        return Reply(content="Sorry, I'm not sure what you mean. Can you help me with my request?")
