@@ -17,7 +17,7 @@ from castdata.label.policy import Clause
 from castdata.label.rationale import programmatic_labels
 from castdata.label.run import LabelConfig, label_run
 from castdata.label.schema import Label
-from castdata.label.stats import KIND_CATEGORY, LabelStats
+from castdata.label.stats import KIND_CATEGORY, USER_KINDS, LabelStats
 from castdata.label.visible import View
 from castdata.models.scripted import MISTAKE_KINDS
 from castdata.records import InjectedMistake
@@ -30,12 +30,13 @@ CASTDATA = [sys.executable, "-m", "castdata.cli"]
 
 @pytest.fixture(scope="module")
 def scripted_run(tmp_path_factory) -> Path:
-    """Every retail, airline and telehealth test task, three trials, with frequent injected mistakes of the kinds
-    the labeler has a category for."""
+    """Every retail, airline and telehealth test task, three trials, with frequent injected mistakes of every kind,
+    the scripted user's deviations included."""
     out = tmp_path_factory.mktemp("label") / "run"
     mistakes = {kind: 0.12 for kind in KIND_CATEGORY}
+    user = {"model": "scripted-user", "options": {"mistakes": {kind: 0.1 for kind in USER_KINDS}}}
     config = CollectConfig(domains=["retail", "airline", "telehealth"], split="test", trials=3, seed=3, max_steps=60,
-                           agent={"options": {"mistakes": mistakes}}, out=str(out))
+                           agent={"options": {"mistakes": mistakes}}, user=user, out=str(out))
     collect(config, out, show_progress=False)
     return out
 
@@ -59,10 +60,21 @@ def test_first_critical_error_is_the_first_injected_outcome_breaking_mistake(scr
     for trajectory in read_trajectories(scripted_run):
         firsts = [label.step for label in labels[trajectory.id] if label.first_critical_error]
         breaking = [m.step for m in trajectory.injected_mistakes if m.outcome_breaking]
+        user_fault = any(label.user_fault for label in labels[trajectory.id])
         if trajectory.outcome.reward == 1.0:
-            assert firsts == []
+            assert firsts == [] and not user_fault
+        elif user_fault:
+            assert firsts == [] and any(m.kind in USER_KINDS for m in trajectory.injected_mistakes)
         else:
             assert len(firsts) == 1 and breaking
+
+
+def test_each_kind_of_mistake_is_found_where_it_was_made(labeled):
+    kinds = labeled[0]["injected"]["kinds"]
+    counted = {kind: c for kind, c in kinds.items() if c.get("first_breaking", 0) >= 5}
+    assert {"wrong_refusal", "partial_plan", "user_deviation", "wrong_argument", "premature_end"} <= set(counted)
+    for kind, c in counted.items():  # the first critical error is the first outcome-breaking mistake of that kind
+        assert c.get("first_error_matches", 0) >= 0.85 * c["first_breaking"], (kind, c)
 
 
 def test_every_action_gets_one_verified_label(scripted_run, labeled):
@@ -85,7 +97,7 @@ def test_injected_mistakes_are_flagged_with_their_category(labeled):
     injected = labeled[0]["injected"]
     assert injected["first_error_category_matches"] >= 0.9 * injected["first_error_matches"]
     kinds = injected["kinds"]
-    assert set(kinds) == set(KIND_CATEGORY) and set(KIND_CATEGORY) <= set(MISTAKE_KINDS)
+    assert set(kinds) == set(KIND_CATEGORY) | set(USER_KINDS) and set(KIND_CATEGORY) <= set(MISTAKE_KINDS)
     for kind in ("two_tool_calls", "missing_output"):  # rule and output checks see every one of these
         assert kinds[kind]["category_match"] == kinds[kind]["injected"], (kind, kinds[kind])
     assert kinds["no_confirmation"]["flagged"] >= 0.95 * kinds["no_confirmation"]["injected"]
@@ -194,4 +206,5 @@ def test_injected_agreement_counts_executed_mistakes_only(intercepted):
     injected = stats.to_dict()["injected"]
     assert injected["failed_with_breaking"] == (0 if intercepted else 1)
     assert injected["first_error_matches"] == injected["first_error_category_matches"] == (0 if intercepted else 1)
-    assert injected["kinds"] == ({} if intercepted else {"wrong_argument": {"injected": 1, "flagged": 1, "category_match": 1}})
+    found = {"injected": 1, "flagged": 1, "category_match": 1, "first_breaking": 1, "first_error_matches": 1}
+    assert injected["kinds"] == ({} if intercepted else {"wrong_argument": found})

@@ -189,7 +189,7 @@ def attribute(trajectory: Trajectory, findings: list[Finding]) -> list[Finding]:
                                       action)
         elif finding.signal == "replay.gold_write_missing" and finding.missing is not None:
             gold = finding.missing
-            found = refusal(messages, finding.step, gold)
+            found = refusal(messages, finding.step + 1, gold)  # the closing message itself may be the refusal
             if found is not None:
                 finding = Finding(found, "said.refusal", "wrong_refusal", "critical")
         elif finding.signal == "replay.output_missing":

@@ -6,7 +6,8 @@ solution are used for the verdict only, never in a rationale):
 - `fault.user_stopped`: the user's last turn said yes and ended the conversation in the same breath, so the
   change it confirmed could not be made;
 - `fault.user_chose_payment`: the only wrong value of the write is the payment method, one the user was shown,
-  and the user chose it in its own words (named its kind): the instruction's choice was never given;
+  and the user chose it in its own words (named it, or its kind when the user holds only one of that kind): the
+  instruction's choice was never given;
 - `fault.user_asked`: the write is an act the gold solution never makes, the user asked for it, and the hidden
   instruction never speaks of such an act;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): the
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Any
 
 from castdata.envs import Domain
@@ -91,10 +93,15 @@ def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expec
     shown = "\n".join(m.get("content") or "" for m in trajectory.messages[:step] if m["role"] in ("user", "tool"))
     if any(text not in shown for text in chosen):
         return False  # a payment the agent guessed is its own error
-    kinds = {kind for text in chosen if (kind := _payment_kind(text)) is not None}
-    words = [word for kind in kinds for word in _PAYMENT_WORDS[kind]]
-    said = [m for m in trajectory.messages[1:step] if m["role"] in ("user", "assistant") and m.get("content")]
-    return any(word in m["content"].lower() for m in said if m["role"] == "user" for word in words)
+    user = _said_by_user(trajectory, step).lower()
+    for text in chosen:
+        kind = _payment_kind(text)
+        if text in user or text.split("_")[-1] in user:
+            continue  # the user named this very payment method
+        others = set(re.findall(rf"\b{kind}_\d+", shown)) - {text} if kind else {text}
+        if kind is None or others or not any(word in user for word in _PAYMENT_WORDS[kind]):
+            return False  # the user named no payment of this kind, or one of several the user holds
+    return True
 
 
 def _user_asked(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:

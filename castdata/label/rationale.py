@@ -39,6 +39,7 @@ _REQUIRED = {
     "replay.gold_write_missing": "Before ending, every change the user asked for had to be made, after listing its details and getting an explicit yes.",
     "replay.output_missing": "Before ending, the agent had to tell the user the information their request asked for.",
     "replay.blocked_later_write": "Writes must come in an order that keeps every requested change possible{fix}.",
+    "replay.out_of_order": "Changes must be made in the order that gives the result the user asked for{fix}.",
     "said.proposal": "What the agent offers or asks the user to confirm must be the change the policy allows and the conversation established{fix}.",
     "said.refusal": "A request the policy allows must be handled, not refused.",
     "said.left_out": "A plan or summary must cover every item the user's request is about.",
@@ -63,6 +64,7 @@ _ASSESSMENT = {
     "missed_required_action": "a change the user asked for was never made",
     "replay.output_missing": "the conversation ended without the information the user asked for",
     "replay.blocked_later_write": "it changes the record in a way that makes a later requested change impossible",
+    "replay.out_of_order": "it comes before a change that had to be made first, so the changes end in another state",
     "said.proposal": "the user's yes to this message led to a change that is not the one the request and the policy call for",
     "said.refusal": "it refuses a change the policy allows, and the change is never made",
     "said.left_out": "it leaves out an item of the same kind as those it lists, and that item is never handled",
@@ -126,7 +128,7 @@ def _grounded_expected(judgement: Judgement, view: View) -> Action | None:
         expected = finding.expected
         if expected is None or expected == judgement.action:
             continue
-        if not view.ungrounded(json.dumps(expected.kwargs), judgement.step):
+        if not view.ungrounded(json.dumps(expected.kwargs), judgement.step, also=judgement.step, strict=True):
             return expected
     return None
 
@@ -186,7 +188,7 @@ def _policy_refs(judgement: Judgement, clauses: ClauseTable) -> list[PolicyRef]:
         if topic is not None:
             hit = clauses.about(topic)
         elif finding.signal in ("replay.write_off_gold", "replay.write_missed_gold", "replay.gold_write_missing",
-                                "replay.blocked_later_write", "said.proposal"):
+                                "replay.blocked_later_write", "replay.out_of_order", "said.proposal"):
             hit = clauses.for_tool((finding.missing or finding.expected or judgement.action).name)
         else:
             hit = None

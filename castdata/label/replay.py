@@ -15,6 +15,8 @@ changed are compared with the gold solution's replay (privileged, used for the v
 - a needed write that failed because an earlier agent write on the same record made it impossible (changing a
   pending order's items before its address locks the order) is charged to that earlier write (`wrong_sequence`,
   expected: the needed write, which had to come first);
+- the gold calls made in another order than the gold solution's (the end state differs) are charged to the first
+  one made too early (`wrong_sequence`, expected: the call that had to come first);
 - a wrong record none of the above explains is charged to the action that ended the episode (the expected
   action: the missing write, or asking to confirm it when the user's latest turn was no yes);
 - required outputs never said are charged to the action that ended the episode.
@@ -97,6 +99,18 @@ def replay_writes(trajectory: Trajectory, domain: Domain) -> tuple[list[Write], 
     return writes, reproduction.db.changes(), reproduction.reproduced
 
 
+def _first_out_of_order(writes: list[Write], gold: GoldPath) -> tuple[Write, Action] | None:
+    """The first gold call the agent made before one the gold solution makes earlier, with that earlier call: the
+    same changes in another order end in another state (a price difference charged twice, a history reordered)."""
+    order = {_signature(action): index for index, (action, _) in enumerate(gold.writes)}
+    made = [(w, order[_signature(w.action)]) for w in writes if w.ok and _signature(w.action) in order]
+    for position, (write, index) in enumerate(made):
+        later = [other for _, other in made[position + 1:] if other < index]
+        if later:
+            return write, gold.writes[min(later)][0]
+    return None
+
+
 def _first_made(writes: list[Write], write: Write, expected: Action | None) -> int:
     """Where a wrong write's error was first made: an earlier failed call of the same tool that already had one of
     its wrong values (the write repeats it), else the write itself."""
@@ -120,7 +134,15 @@ def _sets_gold_values(domain: Domain, current: dict, write: Write, gold: GoldPat
     if not isinstance(before, dict) or not isinstance(after, dict) or not isinstance(target, dict):
         return False
     fields = [f for f in before.keys() | after.keys() if before.get(f) != after.get(f)]
-    return bool(fields) and all(after.get(f) == target.get(f) for f in fields)
+    return bool(fields) and all(_field_on_gold(before.get(f), after.get(f), target.get(f)) for f in fields)
+
+
+def _field_on_gold(before: Any, after: Any, target: Any) -> bool:
+    """Whether a changed field took its gold end value (for a list such as a payment history: whether every entry
+    the write added is in the gold end list)."""
+    if isinstance(before, list) and isinstance(after, list) and isinstance(target, list):
+        return all(entry in target for entry in after if entry not in before)
+    return after == target
 
 
 def _base_value(domain: Domain, record: Record) -> Any:
@@ -198,7 +220,14 @@ def _extra_tools(trajectory: Trajectory) -> frozenset[str]:
 
 
 def _write_category(action: Action, expected: Action | None) -> str:
-    return "wrong_argument" if expected is not None and expected.name == action.name else "wrong_tool"
+    """`wrong_tool`; `missed_required_action` for a write that leaves out some of the gold write's items (a
+    partial plan); else `wrong_argument`."""
+    if expected is None or expected.name != action.name:
+        return "wrong_tool"
+    lists = [(value, expected.kwargs.get(key)) for key, value in action.kwargs.items()
+             if isinstance(value, list) and value != expected.kwargs.get(key)]
+    partial = lists and all(isinstance(gold, list) and set(map(str, value)) < set(map(str, gold)) for value, gold in lists)
+    return "missed_required_action" if partial else "wrong_argument"
 
 
 def _answered_yes(trajectory: Trajectory, step: int) -> bool:
@@ -231,15 +260,22 @@ def replay_findings(trajectory: Trajectory, domain: Domain, ending: tuple[int, A
     findings: list[Finding] = []
     explained: set[Record] = set()
     current: dict[Record, Any] = {}
+    gold_calls = {_signature(action) for action, _ in gold.writes}
     for write in writes:
-        off_path = {k for k, state in write.changed.items() if k in wrong and state not in gold.states.get(k, {BASE})
-                    and not _sets_gold_values(domain, current, write, gold, k)}
+        off_path = set() if _signature(write.action) in gold_calls else {  # a gold call is right wherever it comes
+            k for k, state in write.changed.items() if k in wrong and state not in gold.states.get(k, {BASE})
+            and not _sets_gold_values(domain, current, write, gold, k)}
         current.update(write.values)
         if off_path - explained:
             expected = _related(write.action, set(write.changed), list(gold.writes))
             step = _first_made(writes, write, expected)
             findings.append(Finding(step, "replay.write_off_gold", _write_category(write.action, expected), "critical", expected))
             explained |= off_path
+    early = _first_out_of_order(writes, gold) if wrong - explained else None
+    if early is not None:
+        write, expected = early
+        findings.append(Finding(write.step, "replay.out_of_order", "wrong_sequence", "critical", expected))
+        explained |= wrong
     done = {_signature(w.action) for w in writes if w.ok}
     missing = [(g, recs) for g, recs in gold.writes if recs & (wrong - explained) and _signature(g) not in done]
     charged = next(((w, g) for w in _attempts(writes, gold, deviating) if (g := _aimed_at(w, missing))), None)

@@ -24,6 +24,7 @@ CATEGORIES = (
     "schema_error",
     "ungrounded_claim",
     "misread_observation",
+    "wrong_refusal",
     "premature_action",
     "wrong_sequence",
     "missed_required_action",

@@ -32,7 +32,13 @@ KIND_CATEGORY = {
     "premature_end": "premature_termination",
     "missing_output": "missed_required_action",
     "two_tool_calls": "policy_violation",
+    "misread_observation": "misread_observation",
+    "wrong_refusal": "wrong_refusal",
+    "partial_plan": "missed_required_action",
+    "wrong_order": "wrong_sequence",
+    "guessed_id": "ungrounded_claim",
 }
+USER_KINDS = ("user_deviation",)  # the simulated user's mistakes: the labeler should blame no agent action
 
 
 def _failed_write(trajectory: Trajectory, step: int) -> bool:
@@ -120,6 +126,10 @@ class LabelStats:
         for mistake in executed:
             kind = self.kinds.setdefault(mistake.kind, Counter())
             kind["injected"] += 1
+            if mistake.kind in USER_KINDS:
+                kind["flagged"] += episode.fault is not None
+                kind["category_match"] += episode.fault is not None
+                continue
             found = [by_step[step] for step in said[mistake.step] if step in by_step]
             kind["flagged"] += any(label.verdict == "invalid" for label in found)
             kind["category_match"] += any(KIND_CATEGORY.get(mistake.kind) in label.categories for label in found)
@@ -138,9 +148,16 @@ class LabelStats:
         lasting = [m for m in breaking if not (later_write and _failed_write(trajectory, m.step))]
         first = min(lasting or breaking, key=lambda m: m.step)
         self.injected["failed_with_breaking"] += 1
-        if episode.first_error in said[first.step]:
+        per_kind = self.kinds.setdefault(first.kind, Counter())
+        per_kind["first_breaking"] += 1
+        if first.kind in USER_KINDS and episode.fault is not None and episode.first_error is None:
+            self.injected["first_error_matches"] += 1  # the user's fault, and no agent action blamed
+            self.injected["first_error_category_matches"] += 1
+            per_kind["first_error_matches"] += 1
+        elif episode.first_error in said[first.step]:
             self.injected["first_error_matches"] += 1
             self.injected["first_error_category_matches"] += KIND_CATEGORY.get(first.kind) in by_step[episode.first_error].categories
+            per_kind["first_error_matches"] += 1
         elif len(self.mismatches) < MISMATCHES_KEPT:
             found = by_step.get(episode.first_error) if episode.first_error is not None else None
             self.mismatches.append(
