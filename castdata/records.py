@@ -79,6 +79,7 @@ class Outcome(BaseModel):
     outputs_missing: list[str] = Field(default_factory=list)
     termination_reason: TerminationReason
     error: str | None = None
+    excluded: str | None = None  # why the episode says nothing about the agent (not scorable offline, not reproduced)
 
 
 class Privileged(BaseModel):
@@ -155,8 +156,9 @@ class Trajectory(BaseModel):
 
     @property
     def counts_for_pass_k(self) -> bool:
-        """Infrastructure failures say nothing about the agent: they are excluded from pass^k and training."""
-        return self.outcome.termination_reason != "infrastructure_error"
+        """Infrastructure failures and `outcome.excluded` episodes say nothing about the agent: they are excluded
+        from pass^k and training."""
+        return self.outcome.termination_reason != "infrastructure_error" and self.outcome.excluded is None
 
 
 def episode_id(domain: str, split: str, task_id: int, trial: int) -> str:

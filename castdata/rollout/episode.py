@@ -66,7 +66,7 @@ async def run_episode(
     started = time.time()
     ctx = EpisodeContext(domain=domain, task=task, seed=seed)
     agent_session, user_session = agent.agent_session(ctx), user.user_session(ctx)
-    db = domain.new_database()
+    db = domain.new_database(task)
     transcript = _Transcript(system_prompt(domain))
     reason, error, steps, errors = None, None, 0, 0
     with episode_clock():
@@ -117,12 +117,13 @@ async def run_episode(
         messages=transcript.messages,
         meta=transcript.meta,
         outcome=Outcome(
-            reward=score.reward if reason != "infrastructure_error" else 0.0,
+            reward=score.reward if reason not in domain.zero_reward_terminations else 0.0,
             db_match=score.db_match,
             outputs_found=list(score.outputs_found),
             outputs_missing=list(score.outputs_missing),
             termination_reason=reason,
             error=error,
+            excluded=score.excluded,
         ),
         privileged=Privileged(
             user_id=task.user_id,
