@@ -20,6 +20,7 @@ TRAJECTORY_SCHEMA = "castdata.trajectory/1"
 
 TerminationReason = Literal[
     "user_stop",
+    "agent_stop",  # imported episodes: tau2's agent ended the conversation
     "transfer",
     "max_steps",
     "too_many_errors",
@@ -89,6 +90,22 @@ class Privileged(BaseModel):
     instruction: str
     gold_actions: list[Action]
     required_outputs: list[str]
+    user_gold_actions: list[Action] = Field(default_factory=list)  # dual control: the user's own gold calls
+
+
+class UserToolCall(BaseModel):
+    """A tool call the simulated user made on its own device (dual control, e.g. `tau2-telecom`).
+
+    The agent never sees it, so it is not in `messages` (which stay exactly what the agent saw, and whose
+    assistant turns are the only actions labelled): `step` is the index of the user message it led to.
+    """
+
+    step: int
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    content: str
+    ok: bool
 
 
 class InjectedMistake(BaseModel):
@@ -138,6 +155,8 @@ class Trajectory(BaseModel):
     privileged: Privileged
     injected_mistakes: list[InjectedMistake] = Field(default_factory=list)
     interceptions: list[Interception] = Field(default_factory=list)
+    user_tool_calls: list[UserToolCall] = Field(default_factory=list)
+    source: dict[str, Any] | None = None  # imported episodes: where from (`castdata.imports`), e.g. the tau2 simulation
     started_at: float
     ended_at: float
 

@@ -63,6 +63,7 @@ class Domain:
     """A tau-trait domain, loaded once per process by `load_domain`."""
 
     zero_reward_terminations = frozenset({"infrastructure_error"})  # episodes that end so score 0
+    user_tool_schemas: tuple[dict[str, Any], ...] = ()  # dual control: the user's own tools (none in tau-trait)
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -164,6 +165,10 @@ class Domain:
         table = self.base.tables[self.catalog.user_table]
         email = _find_key(self._plain(table.load(task.user_id)), "email") if task.user_id in table.blobs else None
         return Action(name=self.catalog.email_auth_tool, kwargs={"email": email}) if email else None
+
+    def user_tool_kind(self, name: str) -> str:
+        """The kind of a user tool: tau-trait's users have none (`unknown`)."""
+        return "unknown"
 
     @staticmethod
     def _plain(record: Any) -> Any:

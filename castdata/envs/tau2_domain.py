@@ -32,7 +32,7 @@ from typing import Any
 from castdata.envs.catalog import CATALOG
 from castdata.envs.database import BaseDatabase, BaseTable, EpisodeDatabase, same_state
 from castdata.envs.domain import Domain, Score, Task, ToolResult
-from castdata.envs.tau2_import import import_tau2
+from castdata.envs.tau2_import import tau2_module
 from castdata.errors import UnknownName
 from castdata.records import Action
 
@@ -112,9 +112,9 @@ class Tau2Domain(Domain):
         self.name = name
         self.catalog = CATALOG[name]
         self.short = name.removeprefix("tau2-")
-        module = import_tau2(f"domains.{self.short}.environment")
+        module = tau2_module(f"domains.{self.short}.environment")
         self._module = module
-        self._tool_call = import_tau2("data_model.message").ToolCall
+        self._tool_call = tau2_module("data_model.message").ToolCall
         self.env = module.get_environment()
         self.tool_schemas = [tool.openai_schema for tool in self.env.get_tools()]
         self.tools = {schema["function"]["name"]: ToolInfo(schema) for schema in self.tool_schemas}

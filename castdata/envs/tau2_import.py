@@ -30,7 +30,7 @@ def tau2_version() -> str | None:
         return None
 
 
-def import_tau2(module: str) -> ModuleType:
+def tau2_module(module: str) -> ModuleType:
     """Import `tau2.<module>` (e.g. `domains.retail.environment`); a clear error when tau2-bench is missing."""
     if tau2_version() is None or importlib.util.find_spec("tau2") is None:
         raise ModuleNotFoundError(f"tau2-bench is not installed (the tau2-* domains need it): {INSTALL_HINT}")

@@ -21,6 +21,7 @@ from castdata.critic.feedback import transcript_length
 from castdata.envs import RESPOND
 from castdata.envs.database import same_state
 from castdata.models.base import EpisodeContext, Reply, ToolCall
+from castdata.models.dual_control import Phone, due, phone_requests
 from castdata.models.spec import ModelSpec
 from castdata.records import Action, InjectedMistake
 
@@ -138,9 +139,11 @@ class NoisyOracleAgent:
         domain, task = self.ctx.domain, self.ctx.task
         gold = [a for a in task.actions if a.name != RESPOND]
         moves: list[Move] = []
+        requests = phone_requests(task)  # dual control: the user's own gold calls, asked for in gold order
         index = 0
         while index < len(rest):
             action = rest[index]
+            moves += [Move(say=text) for text in due(requests, next(i for i, a in enumerate(task.actions) if a is action))]
             kind = domain.tool_kind(action.name)
             following = rest[index + 1] if index + 1 < len(rest) else None
             if kind == "write":
@@ -164,6 +167,7 @@ class NoisyOracleAgent:
             else:
                 moves.append(Move(calls=(action,)))
             index += 1
+        moves += [Move(say=text) for text in due(requests, None)]
         outputs = Move(say=f"Here is the information you asked for: {'; '.join(task.outputs)}. {ANYTHING_ELSE}")
         if task.outputs and roll("missing_output"):
             moves.append(Move(say=f"Your request is complete. {ANYTHING_ELSE}", mistakes=("missing_output",), breaking=True, fix=(outputs,)))
@@ -247,6 +251,7 @@ class ScriptedUser:
     def __init__(self, ctx: EpisodeContext) -> None:
         self.ctx = ctx
         self.confused = 0
+        self.phone = Phone(ctx.task)  # dual control: runs the user's gold calls when the agent asks for them
 
     def _identity(self) -> str:
         task = self.ctx.task
@@ -264,6 +269,9 @@ class ScriptedUser:
         if "anything else" in text:
             return Reply(content="No, that's all. Thank you! ###STOP###")
         self.confused = 0
+        calls = self.phone.calls_for(text)
+        if calls:
+            return Reply(tool_calls=calls)
         if "confirm" in text or "yes/no" in text:
             return Reply(content="Yes, please proceed.")
         if any(word in text for word in ("email", "zip", "user id", "date of birth", "phone", "your name")):
@@ -272,6 +280,11 @@ class ScriptedUser:
         if self.confused >= self.PATIENCE:
             return Reply(content="I don't think we're getting anywhere. ###STOP###")
         return Reply(content="Sorry, I'm not sure what you mean. Can you help me with my request?")
+
+
+    async def observe(self, results: list[tuple[ToolCall, str]]) -> Reply:
+        """The user's message after running its own tools (dual control)."""
+        return await self.phone.observe(results)
 
 
 def _never(kind: str) -> bool:

@@ -22,10 +22,11 @@ from castdata.envs import RESPOND, Domain, Task
 from castdata.envs.clock import episode_clock
 from castdata.models.base import Backend, EpisodeContext, InfrastructureError, ModelOutputError, Reply, ToolCall, UserSession
 from castdata.models.spec import ModelSpec
-from castdata.records import Action, MessageMeta, Outcome, Privileged, Trajectory, episode_id
+from castdata.records import Action, MessageMeta, Outcome, Privileged, Trajectory, Usage, UserToolCall, episode_id
 
 STOP = "###STOP###"
 TRANSFER = "###TRANSFER###"
+MAX_USER_TOOL_ROUNDS = 10  # dual control: tool-call turns a user may take before it must say something
 
 
 class _Transcript:
@@ -34,6 +35,7 @@ class _Transcript:
     def __init__(self, system_prompt: str) -> None:
         self.messages: list[dict[str, Any]] = []
         self.meta: list[MessageMeta] = []
+        self.user_tool_calls: list[UserToolCall] = []  # dual control: the user's own calls, which the agent never sees
         self.add({"role": "system", "content": system_prompt})
 
     def add(self, message: dict[str, Any], reply: Reply | None = None, violation: str | None = None, raw: Any = None) -> None:
@@ -81,7 +83,7 @@ async def run_episode(
                         session.resume(transcript.messages)
                 last = transcript.messages[-1]
                 if reason is None and last["role"] == "assistant" and not last.get("tool_calls"):
-                    reason = await _user_turn(user_session, transcript, last["content"] or "")
+                    reason = await _user_turn(user_session, transcript, last["content"] or "", domain, db)
             while reason is None:
                 if steps >= max_steps:
                     reason = "max_steps"
@@ -96,7 +98,7 @@ async def run_episode(
                     continue
                 text = reply.content or ""
                 transcript.add({"role": "assistant", "content": text}, reply, violation=None if text else "empty_reply")
-                reason = await _user_turn(user_session, transcript, text)
+                reason = await _user_turn(user_session, transcript, text, domain, db)
         except InfrastructureError as err:
             reason, error = "infrastructure_error", str(err)
         except ModelOutputError as err:
@@ -130,21 +132,47 @@ async def run_episode(
             instruction=task.instruction,
             gold_actions=list(task.actions),
             required_outputs=list(task.outputs),
+            user_gold_actions=[action for _, action in task.user_actions],
         ),
         injected_mistakes=list(injected),
         interceptions=list(interceptions),
+        user_tool_calls=transcript.user_tool_calls,
         started_at=started,
         ended_at=time.time(),
     )
 
 
-async def _user_turn(user_session: UserSession, transcript: _Transcript, text: str) -> str | None:
-    """The user answers the agent's message `text`; returns the termination reason the answer gives, or None."""
-    answer = await user_session.reply(text)
+async def _user_turn(user_session: UserSession, transcript: _Transcript, text: str, domain: Domain, db) -> str | None:
+    """The user answers the agent's message `text` (in dual control, after running its own tools); returns the
+    termination reason the answer gives, or None."""
+    answer = await _user_tools(user_session, transcript, await user_session.reply(text), domain, db)
     transcript.add({"role": "user", "content": answer.content or ""}, answer)
     if STOP in (answer.content or ""):
         return "user_stop"
     return "transfer" if TRANSFER in (answer.content or "") else None
+
+
+async def _user_tools(user_session: UserSession, transcript: _Transcript, answer: Reply, domain: Domain, db) -> Reply:
+    """Run the user's tool calls on its own device, hand it the results (`observe`), until it says something."""
+    usage = answer.usage or Usage()
+    for _ in range(MAX_USER_TOOL_ROUNDS):
+        if not answer.tool_calls:
+            answer.usage = usage
+            return answer
+        results = []
+        for call in answer.tool_calls:
+            if call.arguments is None:
+                observation, ok = f"Error: the arguments of '{call.name}' are not a JSON object", False
+            else:
+                result = domain.execute(db, call.name, call.arguments, "user")
+                observation, ok = result.observation, result.ok
+            step = len(transcript.messages)
+            transcript.user_tool_calls.append(UserToolCall(step=step, id=call.id, name=call.name,
+                                                           arguments=call.arguments or {}, content=observation, ok=ok))
+            results.append((call, observation))
+        answer = await user_session.observe(results)
+        usage = usage + (answer.usage or Usage())
+    raise ModelOutputError("user", f"the user made tool calls {MAX_USER_TOOL_ROUNDS} turns in a row without a message")
 
 
 def _replay(domain: Domain, db, transcript: _Transcript, prefix: list[dict[str, Any]]) -> tuple[int, int, str | None]:

@@ -1,0 +1,1 @@
+"""Importers: other tools' result files as castdata trajectory records (`castdata import ...`)."""
