@@ -97,7 +97,8 @@ class UserToolCall(BaseModel):
     """A tool call the simulated user made on its own device (dual control, e.g. `tau2-telecom`).
 
     The agent never sees it, so it is not in `messages` (which stay exactly what the agent saw, and whose
-    assistant turns are the only actions labelled): `step` is the index of the user message it led to.
+    assistant turns are the only actions labelled): `step` is the index of the message that came next (in a
+    collected episode, the user message the calls led to).
     """
 
     step: int

@@ -28,19 +28,21 @@ def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
             "success": [r.outcome.reward == 1.0 for r in records],
             "turns": [sum(1 for m in r.messages if m["role"] == "assistant") for r in records],
             "termination": [r.outcome.termination_reason for r in records],
+            "counted": [r.counts_for_pass_k for r in records],
             "prompt_tokens": [u.prompt_tokens for u in usage],
             "completion_tokens": [u.completion_tokens for u in usage],
             "cost_usd": [u.cost_usd for u in usage],
         },
         schema={"domain": pl.Utf8, "agent": pl.Utf8, "task_id": pl.Int64, "trial": pl.Int64,
-                "success": pl.Boolean, "turns": pl.Int64, "termination": pl.Utf8,
+                "success": pl.Boolean, "turns": pl.Int64, "termination": pl.Utf8, "counted": pl.Boolean,
                 "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "cost_usd": pl.Float64},
     )
 
 
 def pass_k_table(episodes: pl.DataFrame) -> pl.DataFrame:
-    """pass^1..pass^n per (domain, agent), n the fewest trials any task has; infrastructure errors excluded."""
-    counted = episodes.filter(pl.col("termination") != "infrastructure_error")
+    """pass^1..pass^n per (domain, agent), n the fewest trials any task has; infrastructure errors and
+    `outcome.excluded` episodes left out."""
+    counted = episodes.filter(pl.col("counted"))
     per_task = counted.group_by("domain", "agent", "task_id").agg(
         n=pl.len(), c=pl.col("success").sum().cast(pl.Int64)
     )
@@ -58,7 +60,7 @@ def summarize(run_dir: Path) -> dict:
     episodes = episodes_frame(read_trajectories(run_dir))
     groups = []
     for (domain, agent), group in episodes.group_by("domain", "agent", maintain_order=True):
-        counted = group.filter(pl.col("termination") != "infrastructure_error")
+        counted = group.filter(pl.col("counted"))
         passes = pass_k_table(group)
         groups.append(
             {
@@ -66,7 +68,8 @@ def summarize(run_dir: Path) -> dict:
                 "agent": agent,
                 "episodes": group.height,
                 "tasks": group["task_id"].n_unique(),
-                "infrastructure_errors": group.height - counted.height,
+                "infrastructure_errors": group.filter(pl.col("termination") == "infrastructure_error").height,
+                "excluded": group.filter(~pl.col("counted") & (pl.col("termination") != "infrastructure_error")).height,
                 "mean_turns": float(counted["turns"].mean() or 0.0),
                 "pass_k": {int(k): round(float(v), 6) for k, v in zip(passes["k"], passes["pass_k"])},
                 "terminations": dict(sorted(zip(*group["termination"].value_counts().to_dict(as_series=False).values()))),
