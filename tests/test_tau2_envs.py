@@ -11,7 +11,8 @@ import pytest
 
 from castdata.envs import load_domain
 from castdata.envs.catalog import TAU2_DOMAINS
-from tests.tau2_helpers import needs_tau2, run_in_castdata, tau2_reward
+from castdata.envs.tau2_reference import evaluate
+from tests.tau2_helpers import needs_tau2, run_in_castdata
 
 pytestmark = needs_tau2
 
@@ -132,12 +133,12 @@ def _parity_rows(name: str, split: str, part: int, parts: int, stride: int) -> l
     for task in domain.tasks(split)[part::parts]:
         source, said = domain.source(task), " ".join(task.outputs)
         messages, ours = run_in_castdata(domain, task, domain.gold_calls(task), said)
-        theirs = tau2_reward(domain.short, source, messages)
+        theirs = evaluate(domain.short, source, messages)
         perturbed = _perturbed(domain, task) if task.index % stride == 0 else None
         bad_ours = bad_theirs = None
         if perturbed is not None:
             messages, bad_ours = run_in_castdata(domain, task, perturbed, said)
-            bad_theirs = tau2_reward(domain.short, source, messages)
+            bad_theirs = evaluate(domain.short, source, messages)
         rows.append((task.index, ours, theirs, bad_ours, bad_theirs))
     return rows
 

@@ -11,7 +11,8 @@ from castdata.envs import load_domain
 from castdata.envs.known_issues import perturbed_write
 from castdata.report import summarize
 from castdata.rollout.store import read_trajectories
-from tests.tau2_helpers import needs_tau2, run_in_castdata, simulation
+from castdata.envs.tau2_reference import simulation
+from tests.tau2_helpers import needs_tau2, run_in_castdata
 
 pytestmark = needs_tau2
 

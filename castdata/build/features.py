@@ -63,12 +63,14 @@ CONFIGS: dict[str, Features] = {
                 "outputs_missing": List(STRING),
                 "termination_reason": STRING,
                 "error": STRING,
+                "excluded": STRING,
             },
             "privileged": {
                 "user_id": STRING,
                 "instruction": STRING,
                 "gold_actions": List(ACTION),
                 "required_outputs": List(STRING),
+                "user_gold_actions": List(ACTION),
             },
             "injected_mistakes": List(
                 {"kind": STRING, "step": INT, "outcome_breaking": BOOL, "detail": STRING, "intercepted": BOOL}
@@ -76,6 +78,10 @@ CONFIGS: dict[str, Features] = {
             "interceptions": List(
                 {"step": INT, "attempt": INT, "proposed": Json(), "verdict": STRING, "critique": STRING, "revised": Json()}
             ),
+            "user_tool_calls": List(
+                {"step": INT, "id": STRING, "name": STRING, "arguments": Json(), "content": STRING, "ok": BOOL}
+            ),
+            "source": Json(),
             "started_at": FLOAT,
             "ended_at": FLOAT,
         }

@@ -59,6 +59,8 @@ def pass_k(files: Files) -> list[dict]:
             "task_id": data["task_id"],
             "success": [outcome["reward"] == 1.0 for outcome in data["outcome"]],
             "termination": [outcome["termination_reason"] for outcome in data["outcome"]],
+            "counted": [o["termination_reason"] != "infrastructure_error" and o.get("excluded") is None
+                        for o in data["outcome"]],
         }
     )
     found = []
