@@ -178,3 +178,17 @@ def test_tau2_evaluator_agrees_on_the_telecom_full_split(monkeypatch):
     checked = _check_parity([("tau2-telecom", "full", part, 2, 4) for part in (0, 1)], monkeypatch)
     print(checked)
     assert checked["tau2-telecom tasks"] == 2245
+
+
+def test_known_issues_table_of_tau2_gold_solutions():
+    from castdata.envs.known_issues import gold_issues
+
+    table = {(name, split): gold_issues(name, split) for name in TAU2_DOMAINS for split in ("train", "test")}
+    failing = {key: sum(1 for i in issues if i.failing_calls) for key, issues in table.items()}
+    no_write = {key: sum(1 for i in issues if not i.distinguishing_write) for key, issues in table.items()}
+    assert failing == {("tau2-airline", "train"): 0, ("tau2-airline", "test"): 0, ("tau2-retail", "train"): 12,
+                       ("tau2-retail", "test"): 6, ("tau2-telecom", "train"): 0, ("tau2-telecom", "test"): 0}
+    assert no_write == {("tau2-airline", "train"): 14, ("tau2-airline", "test"): 6, ("tau2-retail", "train"): 7,
+                        ("tau2-retail", "test"): 4, ("tau2-telecom", "train"): 8, ("tau2-telecom", "test"): 12}
+    retail = table[("tau2-retail", "test")]
+    assert any("Non-delivered order cannot be exchanged" in call for i in retail for call in i.failing_calls)
