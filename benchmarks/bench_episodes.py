@@ -65,13 +65,16 @@ def main() -> None:
         evaluate(domain.short, domain.source(tasks[0]), [])  # import tau2's evaluator (and litellm) outside the timing
         reference = "tau2 get_response + evaluate_simulation"
         start = time.process_time()
-        tau_rewards = [tau2_episode(domain.short, domain.source(t), domain.gold_calls(t), said[t.index][0]) for t in tasks]
+        tau_rewards = [tau2_episode(domain.short, domain.source(t), domain.gold_calls(t), said[t.index][0])
+                       for t in tasks]
     else:
         env = tau_trait_env(args.domain, args.split)
         reference = "tau-trait Env.step + calculate_reward"
         start = time.process_time()
         tau_rewards = [
-            tau_trait_reward(env, t.index, [(a.name, a.kwargs) for a in t.actions if a.name != "respond"], said[t.index]) for t in tasks
+            tau_trait_reward(env, t.index, [(a.name, a.kwargs) for a in t.actions if a.name != "respond"],
+                             said[t.index])
+            for t in tasks
         ]
     tau_cpu = (time.process_time() - start) / len(tasks)
 

@@ -30,7 +30,8 @@ def test_domains_splits_and_tools():
                       "tau2-telecom": {"train": 74, "test": 40, "full": 2245}}
     telecom = load_domain("tau2-telecom")
     assert len(telecom.tool_schemas) == 13 and len(telecom.user_tool_schemas) == 30
-    assert len(load_domain("tau2-retail").tool_schemas) == 15 and "## Cancel pending order" in load_domain("tau2-retail").policy
+    retail = load_domain("tau2-retail")
+    assert len(retail.tool_schemas) == 15 and "## Cancel pending order" in retail.policy
     test_ids = {telecom.source(t).id for t in telecom.tasks("test")}
     assert not test_ids & {telecom.source(t).id for t in telecom.tasks("full")}  # no test task trains
 

