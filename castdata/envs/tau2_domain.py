@@ -108,7 +108,7 @@ class Tau2Domain(Domain):
     zero_reward_terminations = frozenset({"max_steps", "too_many_errors", "agent_error", "user_error",
                                           "infrastructure_error"})
 
-    def __init__(self, name: str) -> None:  # noqa: D107 -- tau2 data, not tau-trait modules
+    def __init__(self, name: str) -> None:  # tau2 data, not tau-trait modules: Domain.__init__ is not run
         self.name = name
         self.catalog = CATALOG[name]
         self.short = name.removeprefix("tau2-")
