@@ -51,10 +51,13 @@ def _write_results(tmp_path: Path) -> tuple[Path, Path]:
     return retail_file, telecom_file
 
 
+def _castdata(*arguments: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "castdata.cli", *arguments], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def _import(files: list[Path], out: Path) -> dict:
-    command = [sys.executable, "-m", "castdata.cli", "import", "tau2", *map(str, files), "--out", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    _castdata("import", "tau2", *map(str, files), "--out", str(out))
     return json.loads((out / "manifest.json").read_text())
 
 
@@ -88,3 +91,8 @@ def test_import_recomputes_rewards_checks_reproduction_and_is_idempotent(tmp_pat
     assert len(lines) == len(read_trajectories(out)) == 4
     groups = {g["domain"]: g for g in summarize(out)["groups"]}
     assert groups["tau2-retail"]["excluded"] == 1 and groups["tau2-retail"]["pass_k"] == {1: 0.5, 2: 0.0}
+
+    _castdata("label", str(out))
+    _castdata("build", str(out), "--out", str(tmp_path / "dataset"))
+    built = json.loads((tmp_path / "dataset" / "castdata.json").read_text())["configs"]
+    assert built["trajectories"]["test"]["rows"] == 4 and built["critic_prm"]["test"]["rows"] == 3  # not the tampered one

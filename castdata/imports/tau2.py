@@ -175,8 +175,13 @@ def _previous_manifest(out: Path) -> dict:
 
 
 def _manifest(out: Path, previous: dict, files: list[Path], counts: Counter) -> dict:
+    """collect's manifest shape; `config` names the imported files and, as a collect config does, what the run holds
+    (domains, splits, trials; tasks `imported`, no seed)."""
+    keys = {t.key for t in iter_trajectories(out)} if (out / TRAJECTORIES).exists() else set()
     config = {"import": IMPORT_FORMAT, "files": sorted(set(previous.get("config", {}).get("files", []))
-                                                     | {str(Path(f)) for f in files})}
+                                                     | {str(Path(f)) for f in files}),
+              "domains": sorted({key[0] for key in keys}), "split": sorted({key[1] for key in keys}),
+              "tasks": "imported", "trials": max((key[3] + 1 for key in keys), default=0), "seed": None}
     now = time.time()
     return {
         "schema": "castdata.run/1",
