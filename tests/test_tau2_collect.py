@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from openai_server import ChatServer
+from tau2_helpers import needs_tau2
 
 from castdata.config import CollectConfig
 from castdata.envs import load_domain
@@ -18,7 +19,6 @@ from castdata.models.openai_backend import OpenAIBackend
 from castdata.models.spec import ModelSpec
 from castdata.rollout.collect import collect
 from castdata.rollout.store import read_trajectories
-from tests.tau2_helpers import needs_tau2
 
 pytestmark = needs_tau2
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,11 +8,11 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
+from tau2_helpers import needs_tau2, run_in_castdata
 
 from castdata.envs import load_domain
 from castdata.envs.catalog import TAU2_DOMAINS
 from castdata.envs.tau2_reference import evaluate
-from tests.tau2_helpers import needs_tau2, run_in_castdata
 
 pytestmark = needs_tau2
 

