@@ -143,7 +143,7 @@ class NoisyOracleAgent:
         index = 0
         while index < len(rest):
             action = rest[index]
-            position = next(i for i, a in enumerate(task.actions) if a is action)
+            position = next((i for i, a in enumerate(task.actions) if a is action), len(task.actions))
             moves += [Move(say=text) for text in due(requests, position)]
             kind = domain.tool_kind(action.name)
             following = rest[index + 1] if index + 1 < len(rest) else None
@@ -281,7 +281,6 @@ class ScriptedUser:
         if self.confused >= self.PATIENCE:
             return Reply(content="I don't think we're getting anywhere. ###STOP###")
         return Reply(content="Sorry, I'm not sure what you mean. Can you help me with my request?")
-
 
     async def observe(self, results: list[tuple[ToolCall, str]]) -> Reply:
         """The user's message after running its own tools (dual control)."""

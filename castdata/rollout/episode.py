@@ -10,6 +10,11 @@ there, e.g. for Monte-Carlo labels: the prefix's tool calls run again on a fresh
 clock (their observations recomputed), sessions that keep state learn the conversation so far through their
 `resume(messages)` method when they have one, a trailing agent message gets the user's answer, and the loop
 goes on.
+
+Dual control (`tau2-telecom`): a user reply may be tool calls on the user's own device. They run as the user's
+(`Domain.execute(..., requestor="user")`), go to the record's `user_tool_calls` (never to `messages`, which
+stay what the agent saw), and their results go back to the user session's `observe` until it says something.
+A continued prefix does not rerun the user's calls (they are not in `messages`).
 """
 
 from __future__ import annotations
