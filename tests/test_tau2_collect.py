@@ -83,7 +83,8 @@ def test_the_llm_user_gets_the_phone_tools_and_sees_their_results():
     with ChatServer(respond) as server:
         first, second = asyncio.run(main())
     assert first.tool_calls[0].name == "toggle_airplane_mode" and second.content == "Airplane mode is off now."
-    assert {t["function"]["name"] for t in bodies[0]["tools"]} == {s["function"]["name"] for s in domain.user_tool_schemas}
+    offered = {t["function"]["name"] for t in bodies[0]["tools"]}
+    assert offered == {s["function"]["name"] for s in domain.user_tool_schemas}
     assert "tools that act on your own phone" in bodies[0]["messages"][0]["content"]
     assert bodies[1]["messages"][-1] == {"role": "tool", "tool_call_id": first.tool_calls[0].id,
                                          "name": "toggle_airplane_mode", "content": "Airplane Mode is now OFF."}

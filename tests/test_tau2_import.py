@@ -53,7 +53,8 @@ def _write_results(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _castdata(*arguments: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "castdata.cli", *arguments], capture_output=True, text=True, timeout=300)
+    command = [sys.executable, "-m", "castdata.cli", *arguments]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
 
 
@@ -96,4 +97,5 @@ def test_import_recomputes_rewards_checks_reproduction_and_is_idempotent(tmp_pat
     _castdata("label", str(out))
     _castdata("build", str(out), "--out", str(tmp_path / "dataset"))
     built = json.loads((tmp_path / "dataset" / "castdata.json").read_text())["configs"]
-    assert built["trajectories"]["test"]["rows"] == 4 and built["critic_prm"]["test"]["rows"] == 3  # not the tampered one
+    assert built["trajectories"]["test"]["rows"] == 4
+    assert built["critic_prm"]["test"]["rows"] == 3  # not the tampered episode
