@@ -297,6 +297,19 @@ def import_tau_bench(
     typer.echo(f"{out}: {json.dumps(manifest['counts'])}")
 
 
+@import_app.command("tau2")
+@_user_errors
+def import_tau2_results(
+    results: Annotated[list[Path], typer.Argument(help="tau2-bench results.json file(s).")],
+    out: Annotated[Path, typer.Option(help="Run directory to import into (created if missing).")],
+) -> None:
+    """tau2-bench results: replayed, checked for reproduction and rescored (the source reward is never trusted)."""
+    from castdata.imports.tau2 import import_tau2
+
+    manifest = import_tau2(results, out)
+    typer.echo(f"imported into {out}: {json.dumps(manifest['counts'])}")
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="castdata")

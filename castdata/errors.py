@@ -24,6 +24,10 @@ class InputError(UserError, ValueError):
     """A bad input file or directory; the message names it."""
 
 
+class MissingExtra(UserError, ModuleNotFoundError):
+    """An optional dependency a feature needs is not installed; the message gives the install line."""
+
+
 class InvalidDataset(InputError):
     """A dataset folder that fails validation (schemas, splits, card, file hashes); the message says what."""
 

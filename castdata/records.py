@@ -20,6 +20,7 @@ TRAJECTORY_SCHEMA = "castdata.trajectory/1"
 
 TerminationReason = Literal[
     "user_stop",
+    "agent_stop",  # imported episodes: tau2's agent ended the conversation
     "transfer",
     "max_steps",
     "too_many_errors",
@@ -79,6 +80,7 @@ class Outcome(BaseModel):
     outputs_missing: list[str] = Field(default_factory=list)
     termination_reason: TerminationReason
     error: str | None = None
+    excluded: str | None = None  # why the episode says nothing about the agent (not scorable offline, not reproduced)
 
 
 class Privileged(BaseModel):
@@ -88,6 +90,23 @@ class Privileged(BaseModel):
     instruction: str
     gold_actions: list[Action]
     required_outputs: list[str]
+    user_gold_actions: list[Action] = Field(default_factory=list)  # dual control: the user's own gold calls
+
+
+class UserToolCall(BaseModel):
+    """A tool call the simulated user made on its own device (dual control, e.g. `tau2-telecom`).
+
+    The agent never sees it, so it is not in `messages` (which stay exactly what the agent saw, and whose
+    assistant turns are the only actions labelled): `step` is the index of the message that came next (in a
+    collected episode, the user message the calls led to).
+    """
+
+    step: int
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    content: str
+    ok: bool
 
 
 class InjectedMistake(BaseModel):
@@ -136,7 +155,7 @@ class ImportMark(BaseModel):
     file: str  # the source file's name
     sha256: str  # of the source file
     index: int  # position of the entry in the source file
-    source_task_id: int
+    source_task_id: int | str  # tau2 task ids are strings
     source_trial: int
     source_reward: float | None  # as the file claims: never trusted, recomputed into `outcome`
     task_match: Literal["same", "remapped", "reworded", "unmatched"]
@@ -144,6 +163,7 @@ class ImportMark(BaseModel):
     first_mismatch: Mismatch | None = None
     renamed_fields: list[str] = Field(default_factory=list)  # older field names of equal values (`province->state`)
     extra_tools: list[str] = Field(default_factory=list)  # tools of the source harness the domain lacks
+    source_id: str | None = None  # the source's own id of the episode (a tau2 simulation id)
 
 
 class Trajectory(BaseModel):
@@ -168,6 +188,7 @@ class Trajectory(BaseModel):
     injected_mistakes: list[InjectedMistake] = Field(default_factory=list)
     interceptions: list[Interception] = Field(default_factory=list)
     imported: ImportMark | None = None  # set by `castdata import`; None for collected episodes
+    user_tool_calls: list[UserToolCall] = Field(default_factory=list)
     started_at: float
     ended_at: float
 
@@ -186,10 +207,11 @@ class Trajectory(BaseModel):
 
     @property
     def counts_for_pass_k(self) -> bool:
-        """Infrastructure failures say nothing about the agent, and an imported episode castdata's environment
-        does not reproduce cannot be scored: both are excluded from pass^k and training."""
+        """Infrastructure failures and `outcome.excluded` episodes (not scorable offline) say nothing about the agent,
+        and an imported episode castdata's environment does not reproduce cannot be scored: all are excluded from
+        pass^k and training."""
         reproduced = self.imported is None or self.imported.reproduced
-        return reproduced and self.outcome.termination_reason != "infrastructure_error"
+        return reproduced and self.outcome.termination_reason != "infrastructure_error" and self.outcome.excluded is None
 
 
 def episode_id(domain: str, split: str, task_id: int, trial: int) -> str:

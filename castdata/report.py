@@ -82,7 +82,7 @@ def summarize(run_dir: Path) -> dict:
                 "episodes": group.height,
                 "tasks": group["task_id"].n_unique(),
                 "infrastructure_errors": infrastructure,
-                "not_scorable": group.height - counted.height - infrastructure,  # imports that do not reproduce
+                "excluded": group.height - counted.height - infrastructure,  # not scorable: not reproduced, NL assertions
                 "mean_turns": float(counted["turns"].mean() or 0.0),
                 "pass_k": {int(k): round(float(v), 6) for k, v in zip(passes["k"], passes["pass_k"])},
                 "terminations": dict(sorted(zip(*group["termination"].value_counts().to_dict(as_series=False).values()))),

@@ -158,7 +158,8 @@ def test_record_shape_follows_the_openai_chat_format(tmp_path):
             assert reply["role"] == "tool" and reply["tool_call_id"] == call["id"] and reply["name"] == call["function"]["name"]
     line = json.loads(record.to_json())
     assert line["schema"] == "castdata.trajectory/1"
-    assert set(line["privileged"]) == {"user_id", "instruction", "gold_actions", "required_outputs"}
+    assert set(line["privileged"]) == {"user_id", "instruction", "gold_actions", "required_outputs",
+                                       "user_gold_actions"}
     assert record.privileged.instruction not in json.dumps(record.messages)
 
 

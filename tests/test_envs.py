@@ -8,7 +8,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from castdata.envs import DOMAINS, load_domain
+from castdata.envs import load_domain
+from castdata.envs.catalog import TAU_TRAIT_DOMAINS as DOMAINS
 from castdata.envs.clock import episode_clock
 from castdata.envs.known_issues import gold_issues, perturbed_write
 from castdata.envs.reference import tau_trait_env, tau_trait_reward

@@ -81,7 +81,7 @@ def test_episodes_that_do_not_reproduce_are_kept_marked_and_never_counted(retail
     assert stats["trajectories"]["skipped"] == {"not_reproduced": 16}
     assert not set(read_labels(run)) & {i for i, t in records.items() if not t.imported.reproduced}
     group = summarize(run)["groups"][0]
-    assert group["episodes"] == 58 and group["not_scorable"] == 16
+    assert group["episodes"] == 58 and group["excluded"] == 16
     assert group["pass_k"][1] == pytest.approx(16 / 42, abs=1e-6)  # pass^1 over the 42 episodes that reproduce
     dataset = build_dataset([run], tmp_path / "dataset")
     trained = {config: sum(e["rows"] for e in splits.values()) for config, splits in dataset["configs"].items()}

@@ -63,12 +63,14 @@ CONFIGS: dict[str, Features] = {
                 "outputs_missing": List(STRING),
                 "termination_reason": STRING,
                 "error": STRING,
+                "excluded": STRING,
             },
             "privileged": {
                 "user_id": STRING,
                 "instruction": STRING,
                 "gold_actions": List(ACTION),
                 "required_outputs": List(STRING),
+                "user_gold_actions": List(ACTION),
             },
             "injected_mistakes": List(
                 {"kind": STRING, "step": INT, "outcome_breaking": BOOL, "detail": STRING, "intercepted": BOOL}
@@ -77,6 +79,9 @@ CONFIGS: dict[str, Features] = {
                 {"step": INT, "attempt": INT, "proposed": Json(), "verdict": STRING, "critique": STRING, "revised": Json()}
             ),
             "imported": Json(),  # where an imported episode came from, and whether it reproduces (null if collected)
+            "user_tool_calls": List(
+                {"step": INT, "id": STRING, "name": STRING, "arguments": Json(), "content": STRING, "ok": BOOL}
+            ),
             "started_at": FLOAT,
             "ended_at": FLOAT,
         }

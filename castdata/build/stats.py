@@ -68,7 +68,8 @@ def pass_k(files: Files) -> list[dict]:
             "success": [outcome["reward"] == 1.0 for outcome in data["outcome"]],
             "termination": [outcome["termination_reason"] for outcome in data["outcome"]],
             "counted": [
-                outcome["termination_reason"] != "infrastructure_error" and _reproduced(imported)
+                outcome["termination_reason"] != "infrastructure_error" and outcome.get("excluded") is None
+                and _reproduced(imported)
                 for outcome, imported in zip(data["outcome"], data["imported"])
             ],
         }

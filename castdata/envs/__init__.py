@@ -1,4 +1,4 @@
-"""tau-trait domains behind one adapter (`load_domain`)."""
+"""tau-trait and tau2-bench domains behind one adapter (`load_domain`)."""
 
 from castdata.envs.catalog import DOMAINS, SPLITS
 from castdata.envs.domain import RESPOND, Domain, Score, Task, ToolResult, UnknownName, load_domain

@@ -38,15 +38,34 @@ def fingerprint(value: Any) -> str:
 
 
 class BaseTable:
-    """One table of the shared, read-only base: records as marshal blobs, fingerprints on demand."""
+    """One table of the shared, read-only base: records as marshal blobs, fingerprints on demand.
+
+    A subclass may store other records (e.g. pydantic models) by overriding `encode`, `decode` and `digest`:
+    equal `encode` bytes must mean equal records, and `digest` must be the record's part of the database hash.
+    """
 
     def __init__(self, records: dict[str, Any]) -> None:
-        self.blobs: dict[str, bytes] = {key: marshal.dumps(value, MARSHAL_FORMAT) for key, value in records.items()}
+        self.blobs: dict[str, bytes] = {key: self.encode(value) for key, value in records.items()}
         self._fingerprints: dict[str, str] = {}
+
+    @staticmethod
+    def encode(value: Any) -> bytes:
+        """The stored form of a record."""
+        return marshal.dumps(value, MARSHAL_FORMAT)
+
+    @staticmethod
+    def decode(blob: bytes) -> Any:
+        """A fresh record from its stored form."""
+        return marshal.loads(blob)
+
+    @staticmethod
+    def digest(value: Any) -> str:
+        """The fingerprint of a record."""
+        return fingerprint(value)
 
     def load(self, key: str) -> Any:
         """A fresh, private copy of one record."""
-        return marshal.loads(self.blobs[key])
+        return self.decode(self.blobs[key])
 
     def fingerprint(self, key: str) -> str | None:
         """The fingerprint of a base record, or None if the base has no such key."""
@@ -54,7 +73,7 @@ class BaseTable:
             return None
         found = self._fingerprints.get(key)
         if found is None:
-            found = self._fingerprints[key] = fingerprint(self.load(key))
+            found = self._fingerprints[key] = self.digest(self.load(key))
         return found
 
 
@@ -108,9 +127,9 @@ class EpisodeTable(MutableMapping):
                 if key in self._base.blobs:
                     found[key] = None
                 continue
-            if marshal.dumps(value, MARSHAL_FORMAT) == self._base.blobs.get(key):
+            if self._base.encode(value) == self._base.blobs.get(key):
                 continue
-            current = fingerprint(value)
+            current = self._base.digest(value)
             if current != self._base.fingerprint(key):
                 found[key] = current
         return found
@@ -119,8 +138,8 @@ class EpisodeTable(MutableMapping):
 class BaseDatabase:
     """A domain's tables, loaded once per process."""
 
-    def __init__(self, tables: dict[str, dict[str, Any]]) -> None:
-        self.tables = {name: BaseTable(records) for name, records in tables.items()}
+    def __init__(self, tables: dict[str, dict[str, Any]], table: type[BaseTable] = BaseTable) -> None:
+        self.tables = {name: table(records) for name, records in tables.items()}
 
     def episode(self) -> "EpisodeDatabase":
         """A private, copy-on-write view for one episode."""

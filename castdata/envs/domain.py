@@ -1,5 +1,8 @@
 """One adapter over a tau-trait domain: tools, policy, tasks, episode databases and the reward.
 
+tau2-bench's domains (`tau2-*`) have their own adapter, `castdata.envs.tau2_domain.Tau2Domain`, a subclass;
+`load_domain` picks it by the name's `tau2-` prefix.
+
 Everything expensive happens once per process: the JSON tables are read once (`load_domain` is cached),
 and each task's gold end state is computed once (`Domain.gold_changes` is cached).
 """
@@ -32,8 +35,9 @@ class Task:
     index: int
     user_id: str
     instruction: str
-    actions: tuple[Action, ...]
+    actions: tuple[Action, ...]  # the agent's gold tool calls
     outputs: tuple[str, ...]
+    user_actions: tuple[tuple[int, Action], ...] = ()  # dual control: (agent gold calls before it, user's call)
 
 
 @dataclass(frozen=True)
@@ -52,10 +56,14 @@ class Score:
     db_match: bool
     outputs_found: tuple[str, ...]
     outputs_missing: tuple[str, ...]
+    excluded: str | None = None  # why the reward says nothing (e.g. not scorable offline): no pass^k, no training
 
 
 class Domain:
     """A tau-trait domain, loaded once per process by `load_domain`."""
+
+    zero_reward_terminations = frozenset({"infrastructure_error"})  # episodes that end so score 0
+    user_tool_schemas: tuple[dict[str, Any], ...] = ()  # dual control: the user's own tools (none in tau-trait)
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -79,12 +87,18 @@ class Domain:
             return "transfer"
         return "read" if name in self.tools else "unknown"
 
-    def new_database(self) -> EpisodeDatabase:
-        """A private copy-on-write database for one episode."""
+    def new_database(self, task: Task | None = None) -> EpisodeDatabase:
+        """A private copy-on-write database for one episode (of `task`: tau-trait tasks all start from the
+        same data)."""
         return self.base.episode()
 
-    def execute(self, db: EpisodeDatabase, name: str, kwargs: dict[str, Any]) -> ToolResult:
-        """Run one tool call. Unknown tools and bad arguments become error observations, never exceptions."""
+    def execute(
+        self, db: EpisodeDatabase, name: str, kwargs: dict[str, Any], requestor: str = "assistant"
+    ) -> ToolResult:
+        """Run one tool call by `requestor` (`assistant`; `user` only in dual-control domains). Unknown tools and
+        bad arguments become error observations, never exceptions."""
+        if requestor != "assistant":
+            return ToolResult(f"Error: the user has no tools in domain '{self.name}'", False)
         tool = self.tools.get(name)
         if tool is None:
             return ToolResult(f"Error: unknown tool '{name}'. Available tools: {', '.join(self.tools)}", False)
@@ -151,13 +165,27 @@ class Domain:
         if gold is not None or self.catalog.email_auth_tool is None:
             return gold
         table = self.base.tables[self.catalog.user_table]
-        email = _find_key(table.load(task.user_id), "email") if task.user_id in table.blobs else None
+        email = _find_key(self._plain(table.load(task.user_id)), "email") if task.user_id in table.blobs else None
         return Action(name=self.catalog.email_auth_tool, kwargs={"email": email}) if email else None
 
+    def user_tool_kind(self, name: str) -> str:
+        """The kind of a user tool: tau-trait's users have none (`unknown`)."""
+        return "unknown"
+
+    @staticmethod
+    def _plain(record: Any) -> Any:
+        """A stored record as plain JSON-like data."""
+        return record
+
+    def gold_calls(self, task: Task) -> list[tuple[str, Action]]:
+        """The gold solution's tool calls in order, as (requestor, action); `respond` and transfers skipped."""
+        return [("assistant", a) for a in task.actions if a.name != RESPOND and self.tool_kind(a.name) != "transfer"]
+
     # -- reward -----------------------------------------------------------------------------------
-    def replay(self, actions: tuple[Action, ...] | list[Action]) -> EpisodeDatabase:
-        """Run tool actions on a fresh database under the episode clock (skips `respond` and transfers)."""
-        db = self.new_database()
+    def replay(self, actions: tuple[Action, ...] | list[Action], task: Task | None = None) -> EpisodeDatabase:
+        """Run the agent's tool actions on a fresh database (of `task`) under the episode clock (skips `respond`
+        and transfers)."""
+        db = self.new_database(task)
         with episode_clock():
             for action in actions:
                 if action.name != RESPOND and self.tool_kind(action.name) != "transfer":
@@ -202,7 +230,11 @@ def _find_key(record: Any, key: str) -> Any:
 
 @functools.cache
 def load_domain(name: str) -> Domain:
-    """The domain `name`, loaded once per process."""
+    """The domain `name`, loaded once per process (a `tau2-*` name imports tau2-bench, only then)."""
     if name not in DOMAINS:
         raise UnknownName(f"domains: unknown domain '{name}'; allowed: {', '.join(DOMAINS)}")
+    if name.startswith("tau2-"):
+        from castdata.envs.tau2_domain import Tau2Domain
+
+        return Tau2Domain(name)
     return Domain(name)

@@ -1,4 +1,4 @@
-"""Known issues of tau-trait's gold solutions, computed by replaying them (nothing is hidden).
+"""Known issues of tau-trait's and tau2-bench's gold solutions, computed by replaying them (nothing is hidden).
 
 Some gold solutions call tools that fail or do not exist (e.g. airline `update_reservation_baggage` for
 `update_reservation_baggages`). Such a call changes nothing, so the task is still solvable, but a task
@@ -31,12 +31,12 @@ class GoldIssue:
 
 
 def _replay_with_results(domain: Domain, task: Task):
-    db = domain.new_database()
+    """(whether it is a write, action, result) of every gold call (the user's too, in dual control), in order."""
+    db = domain.new_database(task)
     with episode_clock():
-        for action in task.actions:
-            if action.name == RESPOND or domain.tool_kind(action.name) == "transfer":
-                continue
-            yield action, domain.execute(db, action.name, action.kwargs)
+        for requestor, action in domain.gold_calls(task):
+            kind = domain.tool_kind(action.name) if requestor == "assistant" else domain.user_tool_kind(action.name)
+            yield kind == "write", action, domain.execute(db, action.name, action.kwargs, requestor)
 
 
 def gold_issues(domain_name: str, split: str) -> list[GoldIssue]:
@@ -45,8 +45,8 @@ def gold_issues(domain_name: str, split: str) -> list[GoldIssue]:
     issues = []
     for task in domain.tasks(split):
         results = list(_replay_with_results(domain, task))
-        failing = tuple(f"{a.name}: {r.observation[:80]}" for a, r in results if not r.ok)
-        writes = any(r.ok and domain.tool_kind(a.name) == "write" for a, r in results)
+        failing = tuple(f"{a.name}: {r.observation[:80]}" for _, a, r in results if not r.ok)
+        writes = any(r.ok and write for write, _, r in results)
         scores_zero = (domain_name, split, task.index) in TAU_TRAIT_SCORES_ZERO
         if failing or not writes or scores_zero:
             issues.append(GoldIssue(domain_name, split, task.index, failing, writes, scores_zero))
@@ -73,7 +73,7 @@ def perturbed_write(domain: Domain, task: Task) -> list[Action] | None:
     from castdata.models.scripted import perturb_arguments
 
     gold = [a for a in task.actions if a.name != RESPOND and domain.tool_kind(a.name) != "transfer"]
-    visible = "\n".join(r.observation for _, r in _replay_with_results(domain, task))
+    visible = "\n".join(r.observation for _, _, r in _replay_with_results(domain, task))
     target = domain.gold_changes(task.split, task.index)
     for index in reversed(range(len(gold))):
         if domain.tool_kind(gold[index].name) != "write" or not _call_changes_data(domain, gold, index):

@@ -59,7 +59,12 @@ def changed_records(before: dict, after: dict) -> dict:
 def record_value(db: EpisodeDatabase, record: tuple[str, str]) -> Any:
     """A private copy of one record's current value (None when the record does not exist)."""
     table, key = record
-    return json.loads(json.dumps(db[table][key])) if key in db[table] else None
+    return plain(db[table][key]) if key in db[table] else None
+
+
+def plain(value: Any) -> Any:
+    """A record as plain JSON data (tau2 keeps records as pydantic models)."""
+    return json.loads(json.dumps(value, default=lambda item: item.model_dump(mode="json")))
 
 
 def _renames(recorded: Any, replayed: Any, path: str, found: set[str]) -> bool:

@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from castdata.envs import Domain
-from castdata.envs.reproduce import replay_transcript
+from castdata.envs.reproduce import plain, replay_transcript
 from castdata.label.acts import topic_words
 from castdata.label.attribution import proposal_of, refusal
 from castdata.label.findings import Finding
@@ -46,7 +46,7 @@ _PAYMENT_WORDS = {
 @functools.cache
 def _database_text(domain: Domain) -> str:
     tables = domain.base.tables
-    return "\n".join(json.dumps(table.load(key)) for table in tables.values() for key in table.blobs)
+    return "\n".join(json.dumps(plain(table.load(key))) for table in tables.values() for key in table.blobs)
 
 
 def _leaves(value: Any) -> list[str]:

@@ -31,7 +31,7 @@ from typing import Any
 
 from castdata.envs import Domain
 from castdata.envs.clock import episode_clock
-from castdata.envs.reproduce import BASE, changed_records, record_value, replay_transcript
+from castdata.envs.reproduce import BASE, changed_records, plain, record_value, replay_transcript
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.records import Action, Trajectory
@@ -147,7 +147,7 @@ def _field_on_gold(before: Any, after: Any, target: Any) -> bool:
 
 def _base_value(domain: Domain, record: Record) -> Any:
     table = domain.base.tables[record[0]]
-    return table.load(record[1]) if record[1] in table.blobs else None
+    return plain(table.load(record[1])) if record[1] in table.blobs else None
 
 
 def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[Write]:

@@ -68,9 +68,15 @@ class AgentSession(Protocol):
 
 
 class UserSession(Protocol):
-    """The simulated user in one episode: `reply(None)` opens the conversation."""
+    """The simulated user in one episode: `reply(None)` opens the conversation.
+
+    In dual-control domains a reply may be tool calls on the user's own device; the episode loop runs them and
+    hands the results to `observe`, which answers the same way (sessions of other domains need no `observe`).
+    """
 
     async def reply(self, agent_message: str | None) -> Reply: ...
+
+    async def observe(self, results: list[tuple[ToolCall, str]]) -> Reply: ...
 
 
 class Backend(Protocol):

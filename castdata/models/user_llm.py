@@ -5,7 +5,9 @@ instruction gives, never invent, `###STOP###` when done or stuck, `###TRANSFER##
 flipped: the agent's messages reach the user model as `user` turns, its own replies are `assistant` turns.
 Persona traits (tau-trait's `trait_dict`: impatience, confusion, skeptical, incoherence; level 0-3) are
 rendered into the prompt. An empty reply is retried, then ends the episode as `user_error`. It can resume a
-recorded conversation (`run_episode(prefix=...)`).
+recorded conversation (`run_episode(prefix=...)`). In dual-control domains (`tau2-telecom`) it is offered the
+user's own tools (the domain's `user_tool_schemas`): a reply may be tool calls, whose results come back to it
+as `tool` turns (`observe`) before it says something to the agent.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from castdata.config import ConfigError
-from castdata.models.base import EpisodeContext, ModelOutputError, Reply
+from castdata.models.base import EpisodeContext, ModelOutputError, Reply, ToolCall
 from castdata.records import Usage
 
 ChatFn = Callable[..., Awaitable[Reply]]
@@ -23,6 +25,8 @@ ChatFn = Callable[..., Awaitable[Reply]]
 USER_ROLE = "You are a user interacting with an agent."
 AGENT_GREETING = "Hi! How can I help you today?"
 EMPTY_RETRIES = 2
+DEVICE_RULE = ("- You have tools that act on your own phone. When the agent asks you to check or change something"
+               " on it, use them, and ground what you tell the agent on their results.\n")
 
 TRAITS: dict[str, tuple[str, str, str]] = {
     "impatience": (
@@ -61,9 +65,11 @@ def parse_traits(raw: Any) -> dict[str, int]:
     return {name: level for name, level in raw.items() if level}
 
 
-def user_system_prompt(instruction: str, traits: dict[str, int]) -> str:
-    """The user model's system prompt: who it is, its hidden goal, the rules and its persona."""
+def user_system_prompt(instruction: str, traits: dict[str, int], device: bool = False) -> str:
+    """The user model's system prompt: who it is, its hidden goal, the rules (with `device`: its phone's tools)
+    and its persona."""
     persona = "".join(f"- {TRAITS[name][level - 1]}\n" for name, level in traits.items())
+    device_rule = DEVICE_RULE if device else ""
     persona_part = (
         f"\nPersona (it shapes how you talk, never the facts you give):\n{persona}" if persona else ""
     )
@@ -77,7 +83,7 @@ Rules:
 - Do not hallucinate information that is not provided in the instruction. For example, if the agent asks for the order id but it is not mentioned in the instruction, do not make up an order id, just say you do not remember or have it.
 - If the instruction goal is satisfied, or it cannot be reached, generate '###STOP###' as a standalone message without anything else to end the conversation.
 - If you are transferred to another agent or a human, generate '###TRANSFER###' as a standalone message.
-- Do not repeat the exact instruction in the conversation. Instead, use your own words to convey the same information.
+{device_rule}- Do not repeat the exact instruction in the conversation. Instead, use your own words to convey the same information.
 - Try to make the conversation as natural as possible, and stick to the personalities in the instruction.
 {persona_part}"""
 
@@ -88,8 +94,9 @@ class LLMUser:
     def __init__(self, ctx: EpisodeContext, chat: ChatFn, traits: dict[str, int], seed: int | None) -> None:
         self.chat = chat
         self.seed = seed
+        self.tools = list(ctx.domain.user_tool_schemas) or None
         self.messages: list[dict[str, Any]] = [
-            {"role": "system", "content": user_system_prompt(ctx.task.instruction, traits)},
+            {"role": "system", "content": user_system_prompt(ctx.task.instruction, traits, self.tools is not None)},
             {"role": "user", "content": AGENT_GREETING},
         ]
 
@@ -106,12 +113,26 @@ class LLMUser:
         """The user's next message; `None` opens the conversation (the user model answers the greeting)."""
         if agent_message is not None:
             self.messages.append({"role": "user", "content": agent_message})
+        return await self._next()
+
+    async def observe(self, results: list[tuple[ToolCall, str]]) -> Reply:
+        """The user's next turn after its own tool calls returned `results` (dual control)."""
+        self.messages += [{"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
+                          for call, content in results]
+        return await self._next()
+
+    async def _next(self) -> Reply:
         usage = Usage()
         for attempt in range(1 + EMPTY_RETRIES):
             seed = None if self.seed is None else self.seed + attempt
-            answer = await self.chat(self.messages, seed=seed)
+            answer = await self.chat(self.messages, seed=seed, **({"tools": self.tools} if self.tools else {}))
             usage = usage + (answer.usage or Usage())
             text = (answer.content or "").strip()
+            if self.tools and answer.tool_calls:
+                calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
+                         for c in answer.tool_calls]
+                self.messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+                return Reply(tool_calls=answer.tool_calls, usage=usage)
             if text:
                 self.messages.append({"role": "assistant", "content": text})
                 return Reply(content=text, usage=usage)

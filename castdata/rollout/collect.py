@@ -15,6 +15,7 @@ from castdata import __version__
 from castdata.config import CollectConfig
 from castdata.envs import load_domain
 from castdata.errors import ConfigError, RunDirConflict, RunFailed, UnknownName
+from castdata.envs.tau2_import import tau2_version
 from castdata.envs.tau_import import tau_trait_version
 from castdata.models import open_backend
 from castdata.models.base import Backend
@@ -92,7 +93,8 @@ def run_manifest(config: CollectConfig, previous: dict | None, where: str, force
         "schema": "castdata.run/1",
         "config": config.model_dump(mode="json"),
         "config_fingerprint": config.fingerprint(),
-        "versions": {"castdata": __version__, "tau_trait": tau_trait_version(), "python": platform.python_version()},
+        "versions": {"castdata": __version__, "tau_trait": tau_trait_version(), "python": platform.python_version()}
+        | ({"tau2": tau2_version()} if any(name.startswith("tau2-") for name in config.domains) else {}),
         "started_at": (previous or {}).get("started_at", time.time()),
         "ended_at": None,
         "counts": (previous or {}).get("counts", {}),

@@ -10,6 +10,11 @@ there, e.g. for Monte-Carlo labels: the prefix's tool calls run again on a fresh
 clock (their observations recomputed), sessions that keep state learn the conversation so far through their
 `resume(messages)` method when they have one, a trailing agent message gets the user's answer, and the loop
 goes on.
+
+Dual control (`tau2-telecom`): a user reply may be tool calls on the user's own device. They run as the user's
+(`Domain.execute(..., requestor="user")`), go to the record's `user_tool_calls` (never to `messages`, which
+stay what the agent saw), and their results go back to the user session's `observe` until it says something.
+A continued prefix does not rerun the user's calls (they are not in `messages`).
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ from castdata.envs import RESPOND, Domain, Task
 from castdata.envs.clock import episode_clock
 from castdata.models.base import Backend, EpisodeContext, InfrastructureError, ModelOutputError, Reply, ToolCall, UserSession
 from castdata.models.spec import ModelSpec
-from castdata.records import Action, MessageMeta, Outcome, Privileged, Trajectory, episode_id
+from castdata.records import Action, MessageMeta, Outcome, Privileged, Trajectory, Usage, UserToolCall, episode_id
 
 STOP = "###STOP###"
 TRANSFER = "###TRANSFER###"
+MAX_USER_TOOL_ROUNDS = 10  # dual control: tool-call turns a user may take before it must say something
 
 
 class _Transcript:
@@ -34,6 +40,7 @@ class _Transcript:
     def __init__(self, system_prompt: str) -> None:
         self.messages: list[dict[str, Any]] = []
         self.meta: list[MessageMeta] = []
+        self.user_tool_calls: list[UserToolCall] = []  # dual control: the user's own calls, which the agent never sees
         self.add({"role": "system", "content": system_prompt})
 
     def add(self, message: dict[str, Any], reply: Reply | None = None, violation: str | None = None, raw: Any = None) -> None:
@@ -66,7 +73,7 @@ async def run_episode(
     started = time.time()
     ctx = EpisodeContext(domain=domain, task=task, seed=seed)
     agent_session, user_session = agent.agent_session(ctx), user.user_session(ctx)
-    db = domain.new_database()
+    db = domain.new_database(task)
     transcript = _Transcript(system_prompt(domain))
     reason, error, steps, errors = None, None, 0, 0
     with episode_clock():
@@ -81,7 +88,7 @@ async def run_episode(
                         session.resume(transcript.messages)
                 last = transcript.messages[-1]
                 if reason is None and last["role"] == "assistant" and not last.get("tool_calls"):
-                    reason = await _user_turn(user_session, transcript, last["content"] or "")
+                    reason = await _user_turn(user_session, transcript, last["content"] or "", domain, db)
             while reason is None:
                 if steps >= max_steps:
                     reason = "max_steps"
@@ -96,7 +103,7 @@ async def run_episode(
                     continue
                 text = reply.content or ""
                 transcript.add({"role": "assistant", "content": text}, reply, violation=None if text else "empty_reply")
-                reason = await _user_turn(user_session, transcript, text)
+                reason = await _user_turn(user_session, transcript, text, domain, db)
         except InfrastructureError as err:
             reason, error = "infrastructure_error", str(err)
         except ModelOutputError as err:
@@ -118,29 +125,33 @@ async def run_episode(
         messages=transcript.messages,
         meta=transcript.meta,
         outcome=Outcome(
-            reward=score.reward if reason != "infrastructure_error" else 0.0,
+            reward=score.reward if reason not in domain.zero_reward_terminations else 0.0,
             db_match=score.db_match,
             outputs_found=list(score.outputs_found),
             outputs_missing=list(score.outputs_missing),
             termination_reason=reason,
             error=error,
+            excluded=score.excluded,
         ),
         privileged=Privileged(
             user_id=task.user_id,
             instruction=task.instruction,
             gold_actions=list(task.actions),
             required_outputs=list(task.outputs),
+            user_gold_actions=[action for _, action in task.user_actions],
         ),
         injected_mistakes=list(injected),
         interceptions=list(interceptions),
+        user_tool_calls=transcript.user_tool_calls,
         started_at=started,
         ended_at=time.time(),
     )
 
 
-async def _user_turn(user_session: UserSession, transcript: _Transcript, text: str) -> str | None:
-    """The user answers the agent's message `text`; returns the termination reason the answer gives, or None."""
-    answer = await user_session.reply(text)
+async def _user_turn(user_session: UserSession, transcript: _Transcript, text: str, domain: Domain, db) -> str | None:
+    """The user answers the agent's message `text` (in dual control, after running its own tools); returns the
+    termination reason the answer gives, or None."""
+    answer = await _user_tools(user_session, transcript, await user_session.reply(text), domain, db)
     transcript.add({"role": "user", "content": answer.content or ""}, answer)
     for mistake in getattr(user_session, "injected", []):  # a scripted user's deviation: this message
         if mistake.step < 0:
@@ -148,6 +159,29 @@ async def _user_turn(user_session: UserSession, transcript: _Transcript, text: s
     if STOP in (answer.content or ""):
         return "user_stop"
     return "transfer" if TRANSFER in (answer.content or "") else None
+
+
+async def _user_tools(user_session: UserSession, transcript: _Transcript, answer: Reply, domain: Domain, db) -> Reply:
+    """Run the user's tool calls on its own device, hand it the results (`observe`), until it says something."""
+    usage = answer.usage or Usage()
+    for _ in range(MAX_USER_TOOL_ROUNDS):
+        if not answer.tool_calls:
+            answer.usage = usage
+            return answer
+        results = []
+        for call in answer.tool_calls:
+            if call.arguments is None:
+                observation, ok = f"Error: the arguments of '{call.name}' are not a JSON object", False
+            else:
+                result = domain.execute(db, call.name, call.arguments, "user")
+                observation, ok = result.observation, result.ok
+            step = len(transcript.messages)
+            transcript.user_tool_calls.append(UserToolCall(step=step, id=call.id, name=call.name,
+                                                           arguments=call.arguments or {}, content=observation, ok=ok))
+            results.append((call, observation))
+        answer = await user_session.observe(results)
+        usage = usage + (answer.usage or Usage())
+    raise ModelOutputError("user", f"the user made tool calls {MAX_USER_TOOL_ROUNDS} turns in a row without a message")
 
 
 def _replay(domain: Domain, db, transcript: _Transcript, prefix: list[dict[str, Any]]) -> tuple[int, int, str | None]:

@@ -115,6 +115,8 @@ def _open_records(domain: Domain) -> dict[str, list[Action]]:
         required = params.get("required", [])
         if not tool.startswith("cancel_") or not required or not required[0].endswith("_id"):
             continue
+        if any("enum" not in params["properties"].get(name, {}) for name in required[1:]):
+            continue  # a cancellation that needs a free-text detail (a reason) the user would have to give
         key, extra = required[0], {name: params["properties"][name]["enum"][0] for name in required[1:]}
         for table in domain.base.tables.values():
             first = table.load(next(iter(table.blobs))) if table.blobs else None

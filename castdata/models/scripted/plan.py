@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from castdata.envs import RESPOND, Domain, Task
 from castdata.envs.clock import episode_clock
 from castdata.label.visible import identifiers
+from castdata.models.dual_control import due, phone_requests
 from castdata.models.scripted.goals import Deviation, goals, identity
 from castdata.records import Action
 
@@ -154,11 +155,15 @@ def plan(domain: Domain, task: Task, extra: Deviation | None = None) -> list[Ste
         profile = planner.lookups.reader(f"{domain.catalog.user_table[:-1]}_id", task.user_id)
         if profile is not None:
             steps += planner.grounded(profile, 0)
+    requests = phone_requests(task)  # dual control: the user's own gold calls, asked for in gold order
     for action, goal in zip(gold, served):
         steps += planner.advance(goal)
+        position = next((i for i, a in enumerate(task.actions) if a is action), len(task.actions))
+        steps += [Step("say", goal, text) for text in due(requests, position)]
         steps += planner.grounded(action, goal)
     last = len(texts) - 1
     steps += planner.advance(last)
+    steps += [Step("say", last, text) for text in due(requests, None)]
     steps += planner.finish(last, task.outputs)
     if extra is not None:
         planner.lookups.seen.append(extra.text)

@@ -13,7 +13,8 @@ from typing import Any
 
 from castdata.envs import RESPOND
 from castdata.envs.database import same_state
-from castdata.models.base import EpisodeContext, Reply
+from castdata.models.base import EpisodeContext, Reply, ToolCall
+from castdata.models.dual_control import Phone
 from castdata.models.scripted.goals import deviation, goals, identity
 from castdata.records import InjectedMistake
 
@@ -34,6 +35,7 @@ class ScriptedUser:
         self.injected: list[InjectedMistake] = []
         rate = (mistakes or {}).get("user_deviation", 0.0)
         self.deviation = deviation(ctx.domain, ctx.task) if ctx.rng("user").random() < rate else None
+        self.phone = Phone(ctx.task)  # dual control: runs the user's gold calls when the agent asks for them
 
     def resume(self, messages: list[dict[str, Any]]) -> None:
         """Continue a recorded conversation: the goals (and the deviation) its user turns already stated."""
@@ -66,6 +68,9 @@ class ScriptedUser:
                 return Reply(content=f"Yes, one more thing. {self.goals[self.stated - 1]}")
             return self._deviate() if self.deviation is not None else Reply(content=STOP)
         self.confused = 0
+        calls = self.phone.calls_for(text)
+        if calls:
+            return Reply(tool_calls=calls)
         if "confirm" in text or "yes/no" in text:
             return Reply(content="Yes, please proceed.")
         if any(word in text for word in ("email", "zip", "user id", "date of birth", "phone", "your name")):
@@ -74,3 +79,7 @@ class ScriptedUser:
         if self.confused >= self.PATIENCE:
             return Reply(content="I don't think we're getting anywhere. ###STOP###")
         return Reply(content="Sorry, I'm not sure what you mean. Can you help me with my request?")
+
+    async def observe(self, results: list[tuple[ToolCall, str]]) -> Reply:
+        """The user's message after running its own tools (dual control)."""
+        return await self.phone.observe(results)
