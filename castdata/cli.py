@@ -109,12 +109,15 @@ def label(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (from `castdata collect`).")],
     config: Annotated[Optional[Path], typer.Option(help="Pipeline YAML; its `label:` section configures this stage.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON instead of tables.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
 ) -> None:
     """Label every agent action in hindsight: labels/*.jsonl, policy clauses and statistics."""
     from castdata.label.run import label_run, load_label_config
     from castdata.label.stats import print_stats
+    from castdata.ui import counting
 
-    stats = label_run(run_dir, load_label_config(config))
+    with counting("label", show=not quiet and not as_json) as on_episode:
+        stats = label_run(run_dir, load_label_config(config), on_episode=on_episode)
     _show(stats, as_json, print_stats)
 
 

@@ -96,7 +96,8 @@ def run_pipeline(
         return f"{counts['finished']} of {counts['planned']} episodes in {run_dir}"
 
     def do_label() -> str:
-        labels = label_run(run_dir, label_config)["labels"]
+        with counting("label", show=show_progress) as on_episode:
+            labels = label_run(run_dir, label_config, on_episode=on_episode)["labels"]
         return f"{labels['total']} labels ({json.dumps(labels['verdicts'])})"
 
     def do_build() -> str:

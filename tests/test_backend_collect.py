@@ -35,8 +35,8 @@ TICKET = re.compile(r"\[ticket (\w+)/(\w+)/(\d+)\]")
 MALFORMED_OBSERVATION = "Error: the arguments of"
 MISTAKES = {"premature_end": 0.3, "missing_output": 0.5}  # with seed 0: tasks 2 and 3 end too early
 FAULTS = FaultPlan(rate_429=0.07, rate_500=0.07, rate_drop=0.06, rate_malformed=0.08, retry_after_s=0.001, latency_s=0.001, seed=3)
-RETRYABLE = FaultPlan(rate_429=0.04, rate_500=0.04, rate_drop=0.04, rate_truncated=0.04, rate_empty=0.04,
-                      retry_after_s=0.001, seed=4)  # 20% of requests fail, every one of them retryable
+RETRYABLE = FaultPlan(rate_429=0.05, rate_500=0.05, rate_drop=0.05, rate_truncated=0.05, rate_empty=0.05,
+                      retry_after_s=0.001, seed=4)  # 25% of requests fail, every one of them retryable
 
 
 class Playbook:
@@ -123,8 +123,8 @@ def test_retryable_faults_change_nothing(tmp_path: Path, playbook: Playbook, cle
     with ChatServer(playbook, RETRYABLE) as server:
         collect(write_config(tmp_path / "faulty.yaml", server), tmp_path / "faulty")
         outcomes = dict(server.stats.outcomes)
-    assert min(outcomes[kind] for kind in ("429", "500", "drop", "truncated", "empty")) > 0
-    assert sum(outcomes.values()) - outcomes["ok"] >= 0.1 * sum(outcomes.values())  # 20% planned, over ~130 requests
+    assert min(outcomes[kind] for kind in ("429", "500", "drop", "truncated", "empty")) > 0, outcomes
+    assert sum(outcomes.values()) - outcomes["ok"] >= 0.1 * sum(outcomes.values())  # 25% planned, over ~130 requests
     assert played(tmp_path / "faulty") == played(clean)
 
 

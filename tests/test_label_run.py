@@ -208,3 +208,13 @@ def test_injected_agreement_counts_executed_mistakes_only(intercepted):
     assert injected["first_error_matches"] == injected["first_error_category_matches"] == (0 if intercepted else 1)
     found = {"injected": 1, "flagged": 1, "category_match": 1, "first_breaking": 1, "first_error_matches": 1}
     assert injected["kinds"] == ({} if intercepted else {"wrong_argument": found})
+
+
+def test_label_progress_counts_every_episode(tmp_path):
+    run = tmp_path / "run"
+    (run / "trajectories").mkdir(parents=True)
+    records = [CASES[name]()[0].to_json() for name in ("retail_wrong_order_cancel", "retail_cancel_success")]
+    (run / "trajectories" / "retail.test.jsonl").write_text("".join(r + "\n" for r in records))
+    seen = []
+    stats = label_run(run, on_episode=lambda: seen.append(1))
+    assert len(seen) == stats["trajectories"]["read"] == 2

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from build_helpers import labelled_run
+from build_helpers import demo_config, labelled_run
 from typer.testing import CliRunner
 
 from castdata.cli import app
@@ -24,8 +24,8 @@ PLANTED_MODEL = "noisy</script><script>window.__planted = 'index'</script>"
 PLANTED_RATIONALE = "</script><b onmouseover=\"window.__planted = 'label'\">bold?</b>"
 PLANTED_EPISODE = "retail.test.0.0"
 CRITIQUE = "The item ids are not the ones the user confirmed."
-FAILED = "retail.test.2.1"  # this fixture's episode with a first critical error (fixed seed: deterministic)
 FLAGGED = "retail.test.3.0"  # marked as imported, and its labels as the simulated user's fault
+CHOSEN: dict = {}  # the fixture's failed episode: its id, first critical error's step and the next labelled step
 
 
 def _edit_jsonl(path: Path, edit) -> None:
@@ -35,11 +35,19 @@ def _edit_jsonl(path: Path, edit) -> None:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
-    """A labelled demo run (8 retail test episodes) with `<script>` planted in a message, a model name and a
+    """A labelled demo run (8 retail test episodes, frequent wrong arguments) with `<script>` planted in a message, a model name and a
     rationale, a critic's interception of the first critical error (as `castdata eval` records them), and
     one episode marked as imported with labels that blame the simulated user."""
     folder = tmp_path_factory.mktemp("view") / "run"
-    root = labelled_run(folder, split="test", tasks="0-3", trials=2, domains=["retail"])
+    agent = demo_config().agent.model_copy(update={"options": {"mistakes": {"wrong_argument": 0.4}}})
+    root = labelled_run(folder, split="test", tasks="0-3", trials=2, domains=["retail"], agent=agent)
+    for episode, labels in read_labels(root).items():  # the first failed episode whose first error has a correction
+        first = next((label for label in labels if label.first_critical_error and label.expected_action), None)
+        later = [label.step for label in labels if first is not None and label.step > first.step]
+        if episode not in (PLANTED_EPISODE, FLAGGED) and first is not None and later:
+            CHOSEN.update(failed=episode, step=first.step, after=later[0], category=first.categories[0])
+            break
+    failed, step = CHOSEN["failed"], CHOSEN["step"]
 
     def plant_trajectory(record):
         if record["id"] == PLANTED_EPISODE:
@@ -49,13 +57,15 @@ def run(tmp_path_factory) -> Path:
             record["imported"] = {"format": "tau-bench", "file": "results.json", "sha256": "0" * 64, "index": 0,
                                   "source_task_id": 3, "source_trial": 0, "source_reward": 1.0, "task_match": "same",
                                   "reproduced": True}
-        if record["id"] == FAILED:
-            proposed = record["messages"][28]
-            record["interceptions"] = [{"step": 28, "attempt": 1, "proposed": proposed, "verdict": "invalid",
+        if record["id"] == failed:
+            proposed = record["messages"][step]
+            CHOSEN["proposed"] = proposed["tool_calls"][0]["function"]["name"] + "(" if proposed.get("tool_calls") \
+                else proposed["content"][:40]
+            record["interceptions"] = [{"step": step, "attempt": 1, "proposed": proposed, "verdict": "invalid",
                                         "critique": CRITIQUE, "revised": None}]
 
     def plant_label(record):
-        if record["trajectory_id"] == FAILED and record["first_critical_error"]:
+        if record["trajectory_id"] == failed and record["first_critical_error"]:
             record["rationale"]["observed"] += PLANTED_RATIONALE
         if record["trajectory_id"] == FLAGGED:
             record["user_fault"] = True
@@ -81,12 +91,12 @@ def embedded_index(html: str) -> dict:
 def test_the_index_holds_every_episode_with_its_first_error(run, page):
     rows = {row["id"]: row for row in embedded_index(page.read_text())["rows"]}
     assert list(rows) == [t.id for t in read_trajectories(run)]
-    failed = rows[FAILED]
-    labels = read_labels(run)[FAILED]
+    failed = rows[CHOSEN["failed"]]
+    labels = read_labels(run)[CHOSEN["failed"]]
     first = next(label for label in labels if label.first_critical_error)
     invalid = sum(label.verdict == "invalid" for label in labels)
     assert (failed["outcome"], failed["invalid"], failed["category"]) == ("failure", invalid, first.categories[0])
-    assert invalid >= 2 and first.categories[0] == "wrong_argument"
+    assert invalid >= 1 and first.categories[0] == CHOSEN["category"]
     assert rows[FLAGGED]["user_fault"] is True and rows[FLAGGED]["source"] == "imported"
     assert rows[PLANTED_EPISODE]["user_fault"] is False and rows[PLANTED_EPISODE]["source"] == "collected"
 
@@ -98,16 +108,26 @@ def test_planted_markup_never_reaches_the_html_raw(page):
     assert "noisy\\u003c/script\\u003e\\u003cscript\\u003e" in html
 
 
+def _failures(run: Path, category: str | None = None) -> list[str]:
+    """The failed episodes of the run (with an invalid label of `category`), in file order."""
+    labels = read_labels(run)
+    return [t.id for t in read_trajectories(run) if t.outcome.reward < 1.0 and (
+        category is None or any(category in label.categories for label in labels.get(t.id, [])
+                                if label.verdict == "invalid"))]
+
+
 def test_filters_and_one_episode(run, tmp_path):
     out = tmp_path / "failed.html"
-    written = write_view(run, out, filters=["outcome=failure", "category=wrong_argument,missed_required_action"])
-    assert written["episodes"] == 2
-    assert [row["id"] for row in embedded_index(out.read_text())["rows"]] == [FAILED, FLAGGED]
+    written = write_view(run, out, filters=["outcome=failure", f"category={CHOSEN['category']},policy_violation"])
+    expected = [i for i in _failures(run) if i in set(_failures(run, CHOSEN["category"]) + _failures(run, "policy_violation"))]
+    assert written["episodes"] == len(expected) and CHOSEN["failed"] in expected
+    assert [row["id"] for row in embedded_index(out.read_text())["rows"]] == expected
     write_view(run, out, filters=["user_fault=true"])
-    assert [row["id"] for row in embedded_index(out.read_text())["rows"]] == [FLAGGED]
-    write_view(run, out, episode=FAILED)
+    faulted = [episode for episode, labels in read_labels(run).items() if any(label.user_fault for label in labels)]
+    assert FLAGGED in faulted and [row["id"] for row in embedded_index(out.read_text())["rows"]] == faulted
+    write_view(run, out, episode=CHOSEN["failed"])
     index = embedded_index(out.read_text())
-    assert index["opened"] == FAILED and [row["id"] for row in index["rows"]] == [FAILED]
+    assert index["opened"] == CHOSEN["failed"] and [row["id"] for row in index["rows"]] == [CHOSEN["failed"]]
 
 
 def test_a_dataset_folder_shows_the_same_episodes(run, page, tmp_path):
@@ -183,34 +203,37 @@ def test_browser_index_lists_every_episode(run, page, tab):
     ids = tab.locator("table.index tbody td.c-key a").all_inner_texts()
     assert ids == [t.id for t in read_trajectories(run)]
     tab.select_option("select[data-facet=outcome]", "failure")
-    assert tab.locator("table.index tbody td.c-key a").all_inner_texts() == [FAILED, FLAGGED]
+    assert tab.locator("table.index tbody td.c-key a").all_inner_texts() == _failures(run)
     tab.select_option("select[data-facet=outcome]", "")
     tab.locator("table.index th", has_text="invalid").click()
     tab.locator("table.index th", has_text="invalid").click()  # descending
-    assert tab.locator("table.index tbody td.c-key a").first.inner_text() == FAILED
+    most = max(embedded_index(page.read_text())["rows"], key=lambda row: row["invalid"])["invalid"]
+    first_shown = tab.locator("table.index tbody td.c-key a").first.inner_text()
+    assert next(r for r in embedded_index(page.read_text())["rows"] if r["id"] == first_shown)["invalid"] == most
     assert tab.errors == [] and tab.requests == [page.as_uri()]
 
 
 def test_browser_episode_shows_its_first_critical_error_and_evidence_scrolls(page, tab):
-    tab.goto(f"{page.as_uri()}#episode={FAILED}")
+    failed = CHOSEN["failed"]
+    tab.goto(f"{page.as_uri()}#episode={failed}")
     first = tab.locator(".msg.first-error")
-    assert first.count() == 1 and first.get_attribute("id") == f"m-{FAILED}-28"
+    assert first.count() == 1 and first.get_attribute("id") == f"m-{failed}-{CHOSEN['step']}"
     summary = first.locator("details.label > summary")
     assert "invalid · critical" in summary.inner_text() and "first critical error" in summary.inner_text()
     assert PLANTED_RATIONALE in first.locator(".rationale").inner_text()  # rendered as text
     assert "Expected action".upper() in first.locator(".why").inner_text().upper()
     assert "never saw" in tab.locator(".privileged").inner_text()
-    assert tab.locator(f"[id='m-{FAILED}-30'] .badge").inner_text() == "after first error"
+    assert tab.locator(f"[id='m-{failed}-{CHOSEN['after']}'] .badge").inner_text() == "after first error"
     interception = first.locator(".interception").inner_text()
-    assert CRITIQUE in interception and "return_delivered_order_items(" in interception
+    assert CRITIQUE in interception and CHOSEN["proposed"] in interception
 
     link = first.locator("a.evidence-link").first
     cited_step, quote = link.get_attribute("data-step"), link.get_attribute("data-quote")
-    cited = tab.locator(f"[id='m-{FAILED}-{cited_step}']")
+    cited = tab.locator(f"[id='m-{failed}-{cited_step}']")
     link.evaluate("element => element.scrollIntoView({block: 'start'})")
     assert not _in_viewport(cited)
     link.click()
-    tab.wait_for_function(f"location.hash === '#m-{FAILED}-{cited_step}'")
+    tab.wait_for_function(f"location.hash === '#m-{failed}-{cited_step}'")
     assert _in_viewport(cited)
     assert "target" in cited.get_attribute("class")
     assert cited.locator("mark.cited").inner_text() == quote

@@ -52,12 +52,12 @@ def targets(action: Action) -> list[str]:
     return [str(action.kwargs[key]) for key in _TARGET_KEYS if isinstance(action.kwargs.get(key), str)]
 
 
-def _strings(value: Any) -> list[str]:
-    """The string leaves of a value (ids, names, reasons, flight numbers)."""
+def string_values(value: Any) -> list[str]:
+    """The string leaves (3 characters or more) of a value: ids, names, reasons, flight numbers."""
     if isinstance(value, dict):
-        return [text for item in value.values() for text in _strings(item)]
+        return [text for item in value.values() for text in string_values(item)]
     if isinstance(value, list):
-        return [text for item in value for text in _strings(item)]
+        return [text for item in value for text in string_values(item)]
     return [value] if isinstance(value, str) and len(value) >= 3 else []
 
 
@@ -69,8 +69,8 @@ def wrong_tokens(action: Action, expected: Action | None) -> list[str]:
     found = []
     for key, value in action.kwargs.items():
         if expected.kwargs.get(key) != value:
-            right = set(_strings(expected.kwargs.get(key)))
-            found += [text for text in _strings(value) if text not in right]
+            right = set(string_values(expected.kwargs.get(key)))
+            found += [text for text in string_values(value) if text not in right]
     return list(dict.fromkeys(found))
 
 
@@ -190,8 +190,8 @@ def attribute(trajectory: Trajectory, findings: list[Finding]) -> list[Finding]:
         elif finding.signal == "replay.gold_write_missing" and finding.missing is not None:
             gold = finding.missing
             found = refusal(messages, finding.step + 1, gold)  # the closing message itself may be the refusal
-            if found is not None:
-                finding = Finding(found, "said.refusal", "wrong_refusal", "critical")
+            if found is not None:  # the corrected turn offers the change (kept where its details were visible)
+                finding = Finding(found, "said.refusal", "wrong_refusal", "critical", ask_to_confirm(gold), gold)
         elif finding.signal == "replay.output_missing":
             answers = [wrong_answer(messages, finding.step, output) for output in trajectory.outcome.outputs_missing]
             answers = [answer for answer in answers if answer is not None]

@@ -22,12 +22,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any
 
 from castdata.envs import Domain
 from castdata.envs.reproduce import plain, replay_transcript
 from castdata.label.acts import topic_words
-from castdata.label.attribution import proposal_of, refusal
+from castdata.label.attribution import proposal_of, refusal, string_values
 from castdata.label.findings import Finding
 from castdata.label.policy_rules import cancellation
 from castdata.label.rules import is_confirmation
@@ -49,14 +48,6 @@ def _database_text(domain: Domain) -> str:
     return "\n".join(json.dumps(plain(table.load(key))) for table in tables.values() for key in table.blobs)
 
 
-def _leaves(value: Any) -> list[str]:
-    if isinstance(value, dict):
-        return [text for item in value.values() for text in _leaves(item)]
-    if isinstance(value, list):
-        return [text for item in value for text in _leaves(item)]
-    return [value] if isinstance(value, str) and len(value) >= 3 else []
-
-
 def gold_unreachable(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> bool:
     """Whether a wrong write got a value right the only way it could: the gold write of the same tool needs, for
     that argument, a value neither the instruction, the conversation nor the database holds, while the agent's
@@ -72,8 +63,8 @@ def gold_unreachable(trajectory: Trajectory, domain: Domain, critical: list[Find
         for key, value in gold.kwargs.items():
             if agent.get(key) == value:
                 continue
-            hidden = [v for v in _leaves(value) if v not in seen and json.dumps(v) not in _database_text(domain)]
-            shown = all(v in seen for v in _leaves(agent.get(key)))
+            hidden = [v for v in string_values(value) if v not in seen and json.dumps(v) not in _database_text(domain)]
+            shown = all(v in seen for v in string_values(agent.get(key)))
             if hidden and shown:
                 return True
     return False
@@ -89,7 +80,7 @@ def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expec
     differing = [key for key in action.kwargs if expected.kwargs.get(key) != action.kwargs[key]]
     if not differing or any(key not in _PAYMENT_KEYS for key in differing):
         return False
-    chosen = [text for key in differing for text in _leaves(action.kwargs[key])]
+    chosen = [text for key in differing for text in string_values(action.kwargs[key])]
     shown = "\n".join(m.get("content") or "" for m in trajectory.messages[:step] if m["role"] in ("user", "tool"))
     if any(text not in shown for text in chosen):
         return False  # a payment the agent guessed is its own error

@@ -104,7 +104,8 @@ def _check_run_dir(run_dir: Path) -> None:
 _Labeled = tuple[Trajectory, EpisodeJudgement | None, list[Label], list[Written]]
 
 
-async def _label_all(run_dir: Path, config: LabelConfig, writer: RationaleWriter | None, stats: LabelStats, keep: Callable[[Trajectory, list[Label]], None]) -> None:
+async def _label_all(run_dir: Path, config: LabelConfig, writer: RationaleWriter | None, stats: LabelStats,
+                     keep: Callable[[Trajectory, list[Label]], None], on_episode: Callable[[], None]) -> None:
     """Label every episode, handing `keep` each one's labels in file order."""
     teacher = TeacherWriter(config.teacher, run_dir / LABELS / CACHE) if writer is None and config.teacher is not None else None
     writer = writer or teacher
@@ -130,6 +131,7 @@ async def _label_all(run_dir: Path, config: LabelConfig, writer: RationaleWriter
 
     def count(done: _Labeled) -> None:
         trajectory, episode, labels, written = done
+        on_episode()
         if episode is None:
             stats.skip(trajectory)
             return
@@ -157,8 +159,10 @@ async def _label_all(run_dir: Path, config: LabelConfig, writer: RationaleWriter
             stats.mc["rollouts"] += mc.rollouts
 
 
-def label_run(run_dir: Path, config: LabelConfig | None = None, writer: RationaleWriter | None = None) -> dict:
-    """Label every episode of a run into `RUN_DIR/labels/`; returns the statistics."""
+def label_run(run_dir: Path, config: LabelConfig | None = None, writer: RationaleWriter | None = None,
+              on_episode: Callable[[], None] | None = None) -> dict:
+    """Label every episode of a run into `RUN_DIR/labels/`; returns the statistics. `on_episode` is called after
+    each episode (a progress display)."""
     run_dir = Path(run_dir)
     config = config or LabelConfig()
     _check_run_dir(run_dir)
@@ -177,7 +181,7 @@ def label_run(run_dir: Path, config: LabelConfig | None = None, writer: Rational
             domains.append(trajectory.domain)
 
     try:
-        asyncio.run(_label_all(run_dir, config, writer, stats, keep))
+        asyncio.run(_label_all(run_dir, config, writer, stats, keep, on_episode or (lambda: None)))
     except BaseException:
         for handle in handles.values():
             handle.close()

@@ -129,6 +129,15 @@ def retail_failed_write_abandoned():
 # -- retail 66: Aarav Lee cancels #W3361211; #W3586556 is pending too -------------------------------------
 @case
 def retail_wrong_order_cancel():
+    ep = _aarav_looked_up()
+    proposal = ep.say("I will cancel order #W3586556 with reason 'no longer needed'. Do you confirm (yes/no)?", "Yes.")
+    ep.call("cancel_pending_order", order_id="#W3586556", reason="no longer needed")
+    ep.say("Cancelled. Anything else?", STOP)
+    return ep.build(), Expect(proposal, {proposal: "wrong_argument"})  # the wrong order was proposed: the error
+
+
+def _aarav_looked_up() -> Script:
+    """Aarav Lee wants the order with the luggage set (#W3361211) cancelled; both his orders are looked up."""
     ep = Script("retail", 66)
     ep.user("Hi, please cancel my order with the luggage set, I no longer need it.")
     ep.say("Could you give me your first name, last name and zip code?", "Aarav Lee, 85025.")
@@ -136,10 +145,7 @@ def retail_wrong_order_cancel():
     ep.call("get_user_details", user_id="aarav_lee_1982")
     ep.call("get_order_details", order_id="#W3361211")
     ep.call("get_order_details", order_id="#W3586556")
-    proposal = ep.say("I will cancel order #W3586556 with reason 'no longer needed'. Do you confirm (yes/no)?", "Yes.")
-    ep.call("cancel_pending_order", order_id="#W3586556", reason="no longer needed")
-    ep.say("Cancelled. Anything else?", STOP)
-    return ep.build(), Expect(proposal, {proposal: "wrong_argument"})  # the wrong order was proposed: the error
+    return ep
 
 
 # -- retail 0: Yusuf Rossi exchanges a keyboard and a thermostat of delivered order #W2378156 -------------
@@ -164,13 +170,7 @@ def retail_wrong_item_exchange():
 
 @case
 def retail_write_deviates_to_the_wrong_order():
-    ep = Script("retail", 66)
-    ep.user("Hi, please cancel my order with the luggage set, I no longer need it.")
-    ep.say("Could you give me your first name, last name and zip code?", "Aarav Lee, 85025.")
-    ep.call("find_user_id_by_name_zip", first_name="Aarav", last_name="Lee", zip="85025")
-    ep.call("get_user_details", user_id="aarav_lee_1982")
-    ep.call("get_order_details", order_id="#W3361211")
-    ep.call("get_order_details", order_id="#W3586556")
+    ep = _aarav_looked_up()
     ep.say("I will cancel order #W3361211 with reason 'no longer needed'. Do you confirm (yes/no)?", "Yes.")
     write = ep.call("cancel_pending_order", order_id="#W3586556", reason="no longer needed")
     ep.say("Cancelled. Anything else?", STOP)
