@@ -22,7 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 DOMAINS = ["retail", "airline", "telehealth"]
@@ -65,34 +64,9 @@ def collect_run(out: Path, episodes: int) -> float:
     return time.perf_counter() - start
 
 
-def agreement_by_kind(run_dir: Path) -> dict[str, Counter]:
-    """Per kind of the first outcome-breaking injected mistake of a failed episode: episodes, and those whose first
-    critical error is that mistake (for user_deviation: whose labels blame no agent action)."""
-    from castdata.label.schema import Label
-    from castdata.rollout.store import read_trajectories
-
-    firsts: dict[str, int | None] = {}
-    for path in (run_dir / "labels").glob("*.*.jsonl"):
-        for line in path.read_text().splitlines():
-            label = Label.model_validate_json(line)
-            firsts.setdefault(label.trajectory_id, None)
-            if label.first_critical_error:
-                firsts[label.trajectory_id] = label.step
-    found: dict[str, Counter] = {}
-    for record in read_trajectories(run_dir):
-        breaking = [m for m in record.injected_mistakes if m.outcome_breaking and not m.intercepted]
-        breaking.sort(key=lambda m: m.step)
-        if record.outcome.reward == 1.0 or not breaking or record.id not in firsts:
-            continue
-        first = breaking[0]
-        counts = found.setdefault(first.kind, Counter())
-        counts["episodes"] += 1
-        found_first = firsts[record.id]
-        counts["agree"] += found_first is None if first.kind == "user_deviation" else found_first == first.step
-    return dict(sorted(found.items()))
-
-
 def main() -> None:
+    from castdata.label.stats import USER_KINDS
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=10_000)
     parser.add_argument("--run-dir", type=Path, help="collect here (reused when it already holds a run)")
@@ -105,7 +79,6 @@ def main() -> None:
         size = sum(p.stat().st_size for p in (run_dir / "trajectories").glob("*.jsonl")) / 2**20
         done = subprocess.run([sys.executable, "-c", CHILD, str(run_dir), ",".join(DOMAINS)], capture_output=True, text=True, check=True)
         result = json.loads(done.stdout)
-        result["by_kind"] = agreement_by_kind(run_dir)
     stats = result["stats"]
     labels, episodes = stats["labels"]["total"], stats["trajectories"]["read"]
     injected = stats["injected"]
@@ -116,10 +89,12 @@ def main() -> None:
     print(f"first critical error = first injected outcome-breaking mistake: {injected['first_error_matches']} of "
           f"{injected['failed_with_breaking']} failed episodes ({injected['first_error_agreement']:.2%}); "
           f"verifier rejections: {stats['verifier']['programmatic']['rejected']} of {stats['verifier']['programmatic']['checked']}")
-    for kind, counts in result["by_kind"].items():
-        note = " (no agent action blamed)" if kind == "user_deviation" else ""
-        print(f"  {kind:>20}: first critical error = the mistake in {counts['agree']} of {counts['episodes']} "
-              f"({counts['agree'] / counts['episodes']:.2%}){note}")
+    for kind, counts in sorted(injected["kinds"].items()):  # labels/stats.json: per kind of the first breaking mistake
+        if counts.get("first_breaking"):
+            note = " (the user's fault: no agent action blamed)" if kind in USER_KINDS else ""
+            matches = counts.get("first_error_matches", 0)
+            print(f"  {kind:>20}: first critical error = the mistake in {matches} of {counts['first_breaking']} "
+                  f"({matches / counts['first_breaking']:.2%}){note}")
 
 
 if __name__ == "__main__":
