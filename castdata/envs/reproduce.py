@@ -17,6 +17,7 @@ from typing import Any
 from castdata.envs.clock import episode_clock
 from castdata.envs.database import EpisodeDatabase
 from castdata.envs.domain import Domain, ToolResult
+from castdata.records import Trajectory
 
 EXCERPT = 200
 BASE = "base"  # the fingerprint of a record equal to the shared base database
@@ -135,3 +136,11 @@ def replay_transcript(
                 if not same_observation(recorded, result.observation, reproduction.renamed_fields):
                     reproduction.first_mismatch = call
     return reproduction
+
+
+def replay_record(domain: Domain, trajectory: Trajectory, before: int | None = None) -> Reproduction:
+    """Replay a trajectory record's tool calls (those before message `before`, all without it): an import's extra
+    tools keep their recorded results, and malformed calls, which never ran, are skipped."""
+    extra = frozenset(trajectory.imported.extra_tools if trajectory.imported else ())
+    skip = frozenset(step for step, meta in enumerate(trajectory.meta) if meta.violation == "malformed_tool_call")
+    return replay_transcript(domain, trajectory.messages[:before], extra, skip)

@@ -24,12 +24,13 @@ import json
 import re
 
 from castdata.envs import Domain
-from castdata.envs.reproduce import plain, replay_transcript
+from castdata.envs.reproduce import plain, replay_record
 from castdata.label.acts import topic_words
 from castdata.label.attribution import proposal_of, refusal, string_values
 from castdata.label.findings import Finding
 from castdata.label.policy_rules import cancellation
 from castdata.label.rules import is_confirmation
+from castdata.label.visible import said_by_user
 from castdata.records import Action, Trajectory
 
 STOP = "###STOP###"
@@ -84,7 +85,7 @@ def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expec
     shown = "\n".join(m.get("content") or "" for m in trajectory.messages[:step] if m["role"] in ("user", "tool"))
     if any(text not in shown for text in chosen):
         return False  # a payment the agent guessed is its own error
-    user = _said_by_user(trajectory, step).lower()
+    user = said_by_user(trajectory.messages, step).lower()
     for text in chosen:
         kind = _payment_kind(text)
         if text in user or text.split("_")[-1] in user:
@@ -107,10 +108,6 @@ def _user_asked(trajectory: Trajectory, step: int, action: Action, expected: Act
     return last_user is not None and any(word in (m["content"] or "").lower() for m in asked for word in words)
 
 
-def _said_by_user(trajectory: Trajectory, before: int | None = None) -> str:
-    return "\n".join(m.get("content") or "" for m in trajectory.messages[1:before] if m["role"] == "user")
-
-
 def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> bool:
     """Whether the failure is the gold solution's disagreement with the policy: the agent declined a gold
     cancellation the policy forbids, or the only wrong write is a cancellation the policy allows, asked for and confirmed,
@@ -121,7 +118,7 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
         missing = finding.missing or finding.expected
         if finding.signal == "replay.gold_write_missing" and missing is not None and missing.name == "cancel_reservation":
             before = domain.replay(gold[: gold.index(missing)] if missing in gold else [])
-            verdict = cancellation(domain, before, missing.kwargs.get("reservation_id", ""), _said_by_user(trajectory))
+            verdict = cancellation(domain, before, missing.kwargs.get("reservation_id", ""), said_by_user(trajectory.messages))
             if verdict == "forbidden" and refusal(trajectory.messages, finding.step, missing) is not None:
                 return True  # the agent declined, as the policy requires
     if len(critical) != 1 or critical[0].signal != "replay.write_off_gold" or critical[0].expected is not None:
@@ -130,14 +127,10 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
     if not call or call[0]["function"]["name"] != "cancel_reservation":
         return False
     step = critical[0].step
-    db = replay_transcript(domain, trajectory.messages[:step], _extra(trajectory)).db
-    said = _said_by_user(trajectory, step)
+    db = replay_record(domain, trajectory, step).db
+    said = said_by_user(trajectory.messages, step)
     allowed = cancellation(domain, db, call[0]["function"]["arguments"].get("reservation_id", ""), said) == "allowed"
     return allowed and "cancel" in said.lower() and proposal_of(trajectory.messages, step) is not None
-
-
-def _extra(trajectory: Trajectory) -> frozenset[str]:
-    return frozenset(trajectory.imported.extra_tools if trajectory.imported else ())
 
 
 def episode_fault(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> str | None:

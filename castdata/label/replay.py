@@ -31,7 +31,7 @@ from typing import Any
 
 from castdata.envs import Domain
 from castdata.envs.clock import episode_clock
-from castdata.envs.reproduce import BASE, changed_records, plain, record_value, replay_transcript
+from castdata.envs.reproduce import BASE, changed_records, plain, record_value, replay_record
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.records import Action, Trajectory
@@ -89,8 +89,7 @@ def gold_path(domain: Domain, gold: list[Action]) -> GoldPath:
 
 def replay_writes(trajectory: Trajectory, domain: Domain) -> tuple[list[Write], dict, bool]:
     """Replay the executed tool calls: (writes, end state, whether every observation matched the record)."""
-    skip = frozenset(step for step, meta in enumerate(trajectory.meta) if meta.violation == "malformed_tool_call")
-    reproduction = replay_transcript(domain, trajectory.messages, _extra_tools(trajectory), skip)
+    reproduction = replay_record(domain, trajectory)
     writes = [
         Write(call.step, Action(name=call.name, kwargs=call.arguments), call.result.ok, call.changed, call.values)
         for call in reproduction.calls
@@ -209,14 +208,10 @@ def _blocking_write(trajectory: Trajectory, domain: Domain, writes: list[Write],
     shared = [w for w in writes if w.step < before and w.ok and _shares_id(w.action, gold)]
     if not shared:
         return None
-    reproduction = replay_transcript(domain, trajectory.messages[:before], _extra_tools(trajectory))
+    reproduction = replay_record(domain, trajectory, before)
     with episode_clock():
         still_possible = domain.execute(reproduction.db, gold.name, gold.kwargs).ok
     return None if still_possible else shared[0]
-
-
-def _extra_tools(trajectory: Trajectory) -> frozenset[str]:
-    return frozenset(trajectory.imported.extra_tools if trajectory.imported else ())
 
 
 def _write_category(action: Action, expected: Action | None) -> str:

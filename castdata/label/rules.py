@@ -25,11 +25,11 @@ import json
 import re
 
 from castdata.envs import RESPOND, Domain
-from castdata.envs.reproduce import replay_transcript
+from castdata.envs.reproduce import replay_record
 from castdata.label.acts import topic_words
 from castdata.label.findings import Finding
 from castdata.label.policy_rules import cancellation
-from castdata.label.visible import identifiers
+from castdata.label.visible import identifiers, said_by_user
 from castdata.records import Action, Trajectory
 
 NO_DATA_TOOLS = frozenset({"calculate", "think"})
@@ -151,10 +151,8 @@ def _cancellation_forbidden(trajectory: Trajectory, domain: Domain, step: int, a
     record = action.kwargs.get("reservation_id")
     if action.name != "cancel_reservation" or not isinstance(record, str):
         return False
-    extra = frozenset(trajectory.imported.extra_tools if trajectory.imported else ())
-    db = replay_transcript(domain, trajectory.messages[:step], extra).db
-    said = "\n".join(m.get("content") or "" for m in trajectory.messages[1:step] if m["role"] == "user")
-    return cancellation(domain, db, record, said) == "forbidden"
+    db = replay_record(domain, trajectory, step).db
+    return cancellation(domain, db, record, said_by_user(trajectory.messages, step)) == "forbidden"
 
 
 def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:

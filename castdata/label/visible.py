@@ -85,3 +85,8 @@ class View:
             for token in dict.fromkeys(identifiers(text, strict))
             if not any(self.seen(spelling, before, also) for spelling in _spellings(token))
         ]
+
+
+def said_by_user(messages: list[dict[str, Any]], before: int | None = None) -> str:
+    """Everything the user said before message `before` (all of it without), one turn a line."""
+    return "\n".join(m.get("content") or "" for m in messages[1:before] if m["role"] == "user")
