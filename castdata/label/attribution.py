@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from castdata.envs.reproduce import tool_calls
 from castdata.label.acts import topic_words
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
@@ -95,11 +96,6 @@ def said_first(messages: list[dict[str, Any]], step: int, tokens: list[str], top
     return texts[-1] if found == step and topic else found
 
 
-def _confirmed_proposal(messages: list[dict[str, Any]], step: int) -> bool:
-    """Whether the latest user turn before `step` is a yes (to the agent's message before it)."""
-    return proposal_of(messages, step) is not None
-
-
 def proposal_of(messages: list[dict[str, Any]], step: int) -> int | None:
     """The agent message whose yes led to the action at `step`: the latest agent message before the latest user
     turn, when that turn is a yes; None otherwise."""
@@ -136,12 +132,7 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
 
 def _tried_after(messages: list[dict[str, Any]], start: int, before: int, tool: str) -> bool:
     """Whether the agent called `tool` between `start` and `before` (a refusal it went back on)."""
-    return any(name == tool for step, name in _calls(messages) if start < step < before)
-
-
-def _calls(messages: list[dict[str, Any]]) -> list[tuple[int, str]]:
-    return [(i, m["tool_calls"][0]["function"]["name"]) for i, m in enumerate(messages)
-            if m["role"] == "assistant" and m.get("tool_calls")]
+    return any(name == tool for step, name, _ in tool_calls(messages) if start < step < before)
 
 
 def _number_kind(token: str) -> str:
@@ -179,7 +170,7 @@ def attribute(trajectory: Trajectory, findings: list[Finding]) -> list[Finding]:
             continue
         if finding.signal in ("replay.write_off_gold", "replay.write_missed_gold"):
             action = _action_at(trajectory, finding.step)
-            if action is not None and _confirmed_proposal(messages, finding.step):
+            if action is not None and proposal_of(messages, finding.step) is not None:
                 act_wrong = finding.expected is None or finding.expected.name != action.name
                 topic = topic_words(action.name) if act_wrong else None
                 step = said_first(messages, finding.step, wrong_tokens(action, finding.expected), topic)

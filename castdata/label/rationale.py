@@ -16,11 +16,10 @@ from castdata.label.findings import Finding
 from castdata.label.hindsight import EpisodeJudgement, Judgement
 from castdata.label.policy import ClauseTable, clause_table
 from castdata.label.schema import Evidence, Label, LabelSource, PolicyRef, Rationale
-from castdata.label.visible import View
+from castdata.label.visible import MIN_QUOTE, View
 from castdata.records import Action
 
 QUOTE_LIMIT = 160
-MIN_QUOTE = 3  # shorter quotes ("ok") point at nothing; the verifier rejects them
 
 _TOPICS = {
     "rule.no_confirmation": "confirmation",
