@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+TARGET_KEYS = ("order_id", "reservation_id", "user_id", "appointment_id", "patient_id")  # the record a write acts on
+
 _TOPICS = {  # a fragment of a tool name -> the words agents use for that act
     "cancel": ("cancel",),
     "return": ("return", "refund"),

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from castdata.envs.reproduce import tool_calls
-from castdata.label.acts import topic_words
+from castdata.label.acts import TARGET_KEYS, topic_words
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.records import Action, Trajectory
@@ -32,7 +32,6 @@ REFUSAL = re.compile(
 )
 QUESTION = re.compile(r"\?|\b(?:how (?:many|much)|total|balance|tell me|let me know|what (?:is|are|was|were))\b", re.I)
 _NUMBER = re.compile(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?(?![\w])")
-_TARGET_KEYS = ("order_id", "reservation_id", "user_id", "appointment_id", "patient_id")
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -50,7 +49,7 @@ def _mentions(text: str, token: str) -> bool:
 
 def targets(action: Action) -> list[str]:
     """The identifiers a write acts on (order, reservation, user ids): what a plan or an offer names."""
-    return [str(action.kwargs[key]) for key in _TARGET_KEYS if isinstance(action.kwargs.get(key), str)]
+    return [str(action.kwargs[key]) for key in TARGET_KEYS if isinstance(action.kwargs.get(key), str)]
 
 
 def string_values(value: Any) -> list[str]:

@@ -32,6 +32,7 @@ from typing import Any
 from castdata.envs import Domain
 from castdata.envs.clock import episode_clock
 from castdata.envs.reproduce import BASE, changed_records, plain, record_value, replay_record
+from castdata.label.acts import TARGET_KEYS
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.records import Action, Trajectory
@@ -162,7 +163,6 @@ def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[
     return found
 
 
-_TARGET_KEYS = ("order_id", "reservation_id", "user_id", "appointment_id", "patient_id")
 
 
 def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]]) -> Action | None:
@@ -170,7 +170,7 @@ def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]]) -> Action |
     that record (a wrong tool), else the same act on a wrong record; never a guess by order or by another id."""
 
     def same_record(gold: Action) -> bool:
-        keys = [key for key in _TARGET_KEYS if key in gold.kwargs]
+        keys = [key for key in TARGET_KEYS if key in gold.kwargs]
         return bool(keys) and all(write.action.kwargs.get(key) == gold.kwargs[key] for key in keys)
 
     same_act = [gold for gold, _ in missing if gold.name == write.action.name]

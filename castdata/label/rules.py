@@ -49,7 +49,7 @@ _ASKS_TO_CONFIRM = re.compile(
     re.I,
 )
 _NO = re.compile(r"^\W*(no|nope|don't|do not|not|wait|hold on|actually)\b", re.I)
-_TARGET_KEYS = ("order_id", "reservation_id")  # what a confirmation request must name: the record a write changes
+_NAMED_RECORD_KEYS = ("order_id", "reservation_id")  # what a confirmation request must name: the record a write changes
 
 _VIOLATIONS = {
     "multiple_tool_calls": "policy_violation",
@@ -91,12 +91,11 @@ def deviates(action: Action, request: str) -> bool:
     request named one of the same shape. Other details (the items replaced, unchanged flights) need not be listed."""
     listed = {token.lstrip("#") for token in identifiers(request)} | set(re.findall(r"\b[A-Z0-9]{6}\b", request))
     shapes = {_shape(token) for token in listed}
-    targets = [str(action.kwargs[key]).lstrip("#") for key in _TARGET_KEYS if isinstance(action.kwargs.get(key), str)]
-    return any(token not in listed and _shape(token) in shapes for token in targets)
+    return any(token not in listed and _shape(token) in shapes for token in _targets(action))
 
 
 def _targets(action: Action) -> list[str]:
-    return [str(action.kwargs[key]).lstrip("#") for key in _TARGET_KEYS if isinstance(action.kwargs.get(key), str)]
+    return [str(action.kwargs[key]).lstrip("#") for key in _NAMED_RECORD_KEYS if isinstance(action.kwargs.get(key), str)]
 
 
 def covered(action: Action, request: str, first: Action) -> bool:
