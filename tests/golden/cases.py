@@ -280,9 +280,10 @@ def _david(authenticate: bool = True) -> Script:
     return ep
 
 
-def _david_schedule(ep: Script, time: str = "14:00", confirm: bool = True) -> int:
+def _david_schedule(ep: Script, time: str = "14:00", confirm: bool = True, proposed: str | None = None) -> int:
+    """Book Dr. Garcia at `time`, after proposing `proposed` (default: `time`) when `confirm`."""
     if confirm:
-        ep.say(f"Dr. Smith is not available then. I will book a consultation with Dr. Garcia on 2025-09-22 at {time}. Confirm (yes/no)?", "Yes.")
+        ep.say(f"Dr. Smith is not available then. I will book a consultation with Dr. Garcia on 2025-09-22 at {proposed or time}. Confirm (yes/no)?", "Yes.")
     return ep.call(
         "schedule_appointment", patient_id="david_martinez_5678", provider_id="dr_garcia_primary", date="2025-09-22",
         time=time, appointment_type="consultation",
@@ -319,11 +320,7 @@ def telehealth_wrong_time():
 @case
 def telehealth_write_deviates_from_the_proposal():
     ep = _david()
-    ep.say("Dr. Smith is not available then. I will book a consultation with Dr. Garcia on 2025-09-22 at 14:00. Confirm (yes/no)?", "Yes.")
-    write = ep.call(
-        "schedule_appointment", patient_id="david_martinez_5678", provider_id="dr_garcia_primary", date="2025-09-22",
-        time="15:00", appointment_type="consultation",
-    )
+    write = _david_schedule(ep, time="15:00", proposed="14:00")
     ep.say("Your appointment is booked. Anything else?", STOP)
     return ep.build(), Expect(write, {write: "wrong_argument"})  # the proposal was right: the write brought the error
 
