@@ -175,35 +175,19 @@ class NoisyOracleAgent:
         action, goal = step.action, step.goal
         rest = [s for s in steps[index:] if s.goal == goal]
         gold_way = lambda: tuple(self._moves(rest, _never))  # noqa: E731
+        abandon = None
         if goal == final and roll("premature_end"):
-            breaking = bool(self.ctx.task.outputs) or self._breaks(
-                skipped=[s.action for s in rest if s.kind == "write"]
-            )
-            moves.append(
-                Move(
-                    say=f"I have taken care of your request. {ANYTHING_ELSE}",
-                    goal=goal,
-                    mistakes=("premature_end",),
-                    breaking=breaking,
-                    fix=gold_way(),
-                )
-            )
-            return len(rest) - 1
-        if roll("wrong_refusal"):
+            abandon = ("premature_end", f"I have taken care of your request. {ANYTHING_ELSE}", {})
+        elif roll("wrong_refusal"):
             what = action.name.replace("_", " ")
+            say = f"I'm sorry, but I can't {what} for you: our policy does not allow it. {ANYTHING_ELSE}"
+            abandon = ("wrong_refusal", say, {"wrong_refusal": f"refused {action.name}"})
+        if abandon is not None:  # the goal ends here, its remaining writes never made
+            kind, say, details = abandon
             breaking = self._breaks(skipped=[s.action for s in rest if s.kind == "write"]) or (
                 goal == final and bool(self.ctx.task.outputs)
             )
-            moves.append(
-                Move(
-                    say=f"I'm sorry, but I can't {what} for you: our policy does not allow it. {ANYTHING_ELSE}",
-                    goal=goal,
-                    mistakes=("wrong_refusal",),
-                    breaking=breaking,
-                    details={"wrong_refusal": f"refused {action.name}"},
-                    fix=gold_way(),
-                )
-            )
+            moves.append(Move(say=say, goal=goal, mistakes=(kind,), breaking=breaking, details=details, fix=gold_way()))
             return len(rest) - 1
         later = next((s for s in steps[index + 1 :] if s.kind == "write"), None)
         if later is not None and later.goal == goal and self._swap_breaks(action, later.action) and roll("wrong_order"):
