@@ -33,8 +33,15 @@ def base(**changes) -> dict:
 
 
 def openai_agent(url: str, **changes) -> dict:
-    return {"backend": "openai", "model": "test-model", "base_url": url, "api_key_env": KEY_ENV, "max_retries": 1,
-            "timeout_s": 5, **changes}
+    return {
+        "backend": "openai",
+        "model": "test-model",
+        "base_url": url,
+        "api_key_env": KEY_ENV,
+        "max_retries": 1,
+        "timeout_s": 5,
+        **changes,
+    }
 
 
 @dataclass(frozen=True)
@@ -69,30 +76,41 @@ def cases() -> list[Case]:
         Case("malformed task range", collect, base(tasks="1..3")),
         Case("unknown backend", collect, base(agent={"backend": "anthropic"})),
         Case("typo in agent.options.mistakes", collect, base(agent={"options": {"mistakes": {"wrong_argumnt": 0.1}}})),
-        Case("typo in agent.options (openai)", collect,
-             base(agent=openai_agent("{url}", options={"retry_backof_s": 1}))),
+        Case(
+            "typo in agent.options (openai)", collect, base(agent=openai_agent("{url}", options={"retry_backof_s": 1}))
+        ),
         Case("typo in user.options", collect, base(user={"model": "scripted-user", "options": {"trait": {}}})),
         Case("base_url is not a URL", collect, base(agent=openai_agent("not a url"))),
         Case("base_url: nothing listens", collect, base(agent=openai_agent("http://127.0.0.1:9/v1"))),
         Case("base_url: unknown host", collect, base(agent=openai_agent("http://no-such-host.invalid/v1"))),
-        Case("api_key_env names an unset variable", collect,
-             base(agent=openai_agent("{url}", api_key_env="NO_SUCH_KEY_VAR"))),
-        Case("wrong key (401, key quoted in the body)", collect, base(agent=openai_agent("{url}")),
-             {KEY_ENV: WRONG_KEY}),
+        Case(
+            "api_key_env names an unset variable",
+            collect,
+            base(agent=openai_agent("{url}", api_key_env="NO_SUCH_KEY_VAR")),
+        ),
+        Case(
+            "wrong key (401, key quoted in the body)", collect, base(agent=openai_agent("{url}")), {KEY_ENV: WRONG_KEY}
+        ),
         Case("no api_key_env, server wants a key (401)", collect, base(agent=openai_agent("{url}", api_key_env=None))),
         Case("--set without '='", ("collect", "{config}", "--set", "trials"), base()),
         Case("--set of an unknown key", ("collect", "{config}", "--set", "trails=2"), base()),
         Case("--set of a bad value", ("run", "{config}", "--set", "concurrency=-1"), base()),
-        Case("eval config: unknown guard", ("eval", "{config}"),
-             base(critic={"backend": "scripted", "model": "replay-critic"}, guard="everything")),
+        Case(
+            "eval config: unknown guard",
+            ("eval", "{config}"),
+            base(critic={"backend": "scripted", "model": "replay-critic"}, guard="everything"),
+        ),
         Case("eval-critic config without a critic", ("eval-critic", "{config}", "{dir}"), base()),
         Case("validate: typo", ("validate", "{config}"), base(agent={"modle": "x"})),
         Case("report on a missing run directory", ("report", "{dir}/no-run")),
         Case("label a folder that is no run", ("label", "{dir}")),
         Case("build from a folder that is no run", ("build", "{dir}", "--out", "{dir}/" + OUT)),
         Case("publish: not a semantic version", ("publish", "{dir}", "--repo", "org/name", "--version", "1.0")),
-        Case("publish: no Hub token", ("publish", "{dir}", "--repo", "org/name", "--version", "1.0.0"),
-             env={"HF_TOKEN": None, "HF_TOKEN_PATH": "{dir}/no-token"}),
+        Case(
+            "publish: no Hub token",
+            ("publish", "{dir}", "--repo", "org/name", "--version", "1.0.0"),
+            env={"HF_TOKEN": None, "HF_TOKEN_PATH": "{dir}/no-token"},
+        ),
         Case("download: bad repo id", ("download", "not a repo", "--version", "1.0.0")),
     ]
 

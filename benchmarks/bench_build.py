@@ -41,7 +41,9 @@ def prepare(work: Path, episodes: int) -> Path:
     if (run_dir / "labels" / "stats.json").is_file():
         return run_dir
     config = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
-    config.update(domains=["retail"], split="train", tasks=f"0-{min(episodes, TASKS) - 1}", trials=max(1, episodes // TASKS))
+    config.update(
+        domains=["retail"], split="train", tasks=f"0-{min(episodes, TASKS) - 1}", trials=max(1, episodes // TASKS)
+    )
     path = work / "bench.yaml"
     work.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(config))
@@ -62,19 +64,29 @@ def main() -> None:
 
     run_dir = prepare(args.work, args.episodes)
     out = args.work / "dataset"
-    measured = json.loads(subprocess.run([sys.executable, "-c", BUILD, str(run_dir), str(out)], check=True, capture_output=True, text=True).stdout)
+    measured = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", BUILD, str(run_dir), str(out)], check=True, capture_output=True, text=True
+        ).stdout
+    )
     trajectories = size((run_dir / "trajectories").glob("*.jsonl"))
     labels = size((run_dir / "labels").glob("*.jsonl"))
     episodes = measured["rows"]["trajectories"]
-    print(f"{episodes} episodes, {measured['rows']['labels']} labels; raw JSONL: trajectories {trajectories / 2**20:.1f} MiB, labels {labels / 2**20:.1f} MiB")
-    print(f"build: {measured['wall_s']:.1f} s wall, {measured['cpu_s']:.1f} s CPU ({1000 * measured['wall_s'] / episodes:.2f} ms/episode), peak RSS {measured['peak_rss_mib']:.0f} MiB")
+    print(
+        f"{episodes} episodes, {measured['rows']['labels']} labels; raw JSONL: trajectories {trajectories / 2**20:.1f} MiB, labels {labels / 2**20:.1f} MiB"
+    )
+    print(
+        f"build: {measured['wall_s']:.1f} s wall, {measured['cpu_s']:.1f} s CPU ({1000 * measured['wall_s'] / episodes:.2f} ms/episode), peak RSS {measured['peak_rss_mib']:.0f} MiB"
+    )
     print(f"{'config':<14}{'rows':>10}{'MiB':>10}  vs raw")
     for config, rows in measured["rows"].items():
         mib = size(out.glob(f"{config}/*.parquet")) / 2**20
         raw = {"trajectories": trajectories, "labels": labels}.get(config)
         print(f"{config:<14}{rows:>10}{mib:>10.2f}  {f'{raw / 2**20 / mib:.1f}x smaller' if raw else ''}")
     total = size(p for p in out.rglob("*") if p.is_file())
-    print(f"{'dataset total':<24}{total / 2**20:>10.2f}  raw JSONL total {(trajectories + labels) / 2**20:.1f} MiB ({(trajectories + labels) / total:.1f}x)")
+    print(
+        f"{'dataset total':<24}{total / 2**20:>10.2f}  raw JSONL total {(trajectories + labels) / 2**20:.1f} MiB ({(trajectories + labels) / total:.1f}x)"
+    )
 
 
 if __name__ == "__main__":

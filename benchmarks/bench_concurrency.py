@@ -67,7 +67,9 @@ def castdata_rate(url: str, concurrency: int, latency_s: float, seconds: float) 
     from castdata.models.spec import ModelSpec
 
     async def main() -> float:
-        backend = OpenAIBackend(ModelSpec(backend="openai", model="bench", base_url=url, max_concurrency=concurrency, max_retries=0))
+        backend = OpenAIBackend(
+            ModelSpec(backend="openai", model="bench", base_url=url, max_concurrency=concurrency, max_retries=0)
+        )
         window = Window(warmup_s=2 * latency_s + 0.3, seconds=seconds)
 
         async def caller(index: int) -> None:
@@ -96,9 +98,14 @@ def tau_trait_rate(url: str, concurrency: int, latency_s: float, seconds: float)
         time.sleep(latency_s * index / concurrency)
         while window.open():
             try:
-                litellm.completion(model="openai/bench", api_base=url, api_key="bench", messages=MESSAGES, temperature=0.0, timeout=30)
-            except Exception as err:  # noqa: BLE001 - reported, not counted
-                print(f"tau-trait runner, concurrency {concurrency}: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
+                litellm.completion(
+                    model="openai/bench", api_base=url, api_key="bench", messages=MESSAGES, temperature=0.0, timeout=30
+                )
+            except Exception as err:
+                print(
+                    f"tau-trait runner, concurrency {concurrency}: {type(err).__name__}: {str(err)[:200]}",
+                    file=sys.stderr,
+                )
                 continue
             window.done()
 
@@ -124,12 +131,18 @@ def main() -> None:
     try:
         url = urls.get(timeout=30)
         load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-        print(f"loopback server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} CPUs (load average {load}), "
-              f"window {args.seconds:.0f} s per run")
+        print(
+            f"loopback server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} CPUs (load average {load}), "
+            f"window {args.seconds:.0f} s per run"
+        )
         # castdata first: litellm's import and worker threads would otherwise share the process with it
         ours = {level: castdata_rate(url, level, args.latency, args.seconds) for level in levels}
-        theirs = {} if args.no_tau else {level: tau_trait_rate(url, level, args.latency, args.seconds) for level in levels}
-        print(f"{'concurrency':>11} {'ideal/s':>8} {'castdata/s':>11} {'fraction':>8} {'tau-trait/s':>12} {'fraction':>8}")
+        theirs = (
+            {} if args.no_tau else {level: tau_trait_rate(url, level, args.latency, args.seconds) for level in levels}
+        )
+        print(
+            f"{'concurrency':>11} {'ideal/s':>8} {'castdata/s':>11} {'fraction':>8} {'tau-trait/s':>12} {'fraction':>8}"
+        )
         for level in levels:
             ideal = level / args.latency
             row = f"{level:>11} {ideal:>8.0f} {ours[level]:>11.1f} {ours[level] / ideal:>8.3f}"

@@ -18,8 +18,8 @@ import time
 from castdata.envs import load_domain
 from castdata.envs.clock import episode_clock
 from castdata.envs.reference import tau_trait_env, tau_trait_reward
-from castdata.models.spec import ModelSpec
 from castdata.models.scripted import ScriptedBackend
+from castdata.models.spec import ModelSpec
 from castdata.rollout.episode import run_episode
 
 
@@ -53,7 +53,10 @@ def main() -> None:
     backend = ScriptedBackend(spec)
 
     async def full_loop() -> list[float]:
-        return [(await run_episode(domain, t, 0, 0, backend, backend, spec, spec, max_steps=60)).outcome.reward for t in tasks]
+        return [
+            (await run_episode(domain, t, 0, 0, backend, backend, spec, spec, max_steps=60)).outcome.reward
+            for t in tasks
+        ]
 
     start = time.process_time()
     loop_rewards = asyncio.run(full_loop())
@@ -65,27 +68,33 @@ def main() -> None:
         evaluate(domain.short, domain.source(tasks[0]), [])  # import tau2's evaluator (and litellm) outside the timing
         reference = "tau2 get_response + evaluate_simulation"
         start = time.process_time()
-        tau_rewards = [tau2_episode(domain.short, domain.source(t), domain.gold_calls(t), said[t.index][0])
-                       for t in tasks]
+        tau_rewards = [
+            tau2_episode(domain.short, domain.source(t), domain.gold_calls(t), said[t.index][0]) for t in tasks
+        ]
     else:
         env = tau_trait_env(args.domain, args.split)
         reference = "tau-trait Env.step + calculate_reward"
         start = time.process_time()
         tau_rewards = [
-            tau_trait_reward(env, t.index, [(a.name, a.kwargs) for a in t.actions if a.name != "respond"],
-                             said[t.index])
+            tau_trait_reward(
+                env, t.index, [(a.name, a.kwargs) for a in t.actions if a.name != "respond"], said[t.index]
+            )
             for t in tasks
         ]
     tau_cpu = (time.process_time() - start) / len(tasks)
 
     assert castdata_rewards == tau_rewards, "castdata and the benchmark's own loop disagree on a reward"
-    print(f"{args.domain}/{args.split}: {len(tasks)} gold-replay episodes, rewards identical ({sum(tau_rewards):.0f} of {len(tasks)} = 1)")
+    print(
+        f"{args.domain}/{args.split}: {len(tasks)} gold-replay episodes, rewards identical ({sum(tau_rewards):.0f} of {len(tasks)} = 1)"
+    )
     print(f"{'':42s}{'CPU ms/episode':>16s}{'x cheaper':>12s}")
     print(f"{reference:42s}{tau_cpu * 1e3:16.2f}{1.0:12.1f}")
     print(f"{'castdata tools + reward, first episode':42s}{cold_cpu * 1e3:16.2f}{tau_cpu / cold_cpu:12.1f}")
     print(f"{'castdata tools + reward, later episodes':42s}{castdata_cpu * 1e3:16.2f}{tau_cpu / castdata_cpu:12.1f}")
     print(f"{'castdata full episode (scripted models)':42s}{loop_cpu * 1e3:16.2f}{tau_cpu / loop_cpu:12.1f}")
-    print(f"(full-episode rewards: {sum(loop_rewards):.0f} of {len(tasks)}; 'first episode' includes computing the task's gold state once)")
+    print(
+        f"(full-episode rewards: {sum(loop_rewards):.0f} of {len(tasks)}; 'first episode' includes computing the task's gold state once)"
+    )
 
 
 if __name__ == "__main__":

@@ -49,16 +49,22 @@ print(json.dumps({"seconds": seconds, "cpu_s": cpu_s, "load_s": loaded_s, "rss_l
 
 def collect_run(out: Path, episodes: int) -> float:
     """Collect at least `episodes` scripted episodes into `out`; returns the seconds it took."""
-    from castdata.config import CollectConfig
+    from castdata.config import CollectConfig, load_config
     from castdata.envs import load_domain
     from castdata.rollout.collect import collect
 
-    from castdata.config import load_config
-
     demo = load_config(DEMO)
     tasks = sum(len(load_domain(name).tasks("test")) for name in DOMAINS)
-    config = CollectConfig(domains=DOMAINS, split="test", trials=math.ceil(episodes / tasks), max_steps=60, seed=0,
-                           agent=demo.agent, user=demo.user, out=str(out))
+    config = CollectConfig(
+        domains=DOMAINS,
+        split="test",
+        trials=math.ceil(episodes / tasks),
+        max_steps=60,
+        seed=0,
+        agent=demo.agent,
+        user=demo.user,
+        out=str(out),
+    )
     start = time.perf_counter()
     collect(config, out, show_progress=False)
     return time.perf_counter() - start
@@ -77,24 +83,34 @@ def main() -> None:
         if not (run_dir / "trajectories").is_dir():
             print(f"collected in {collect_run(run_dir, args.episodes):.1f} s")
         size = sum(p.stat().st_size for p in (run_dir / "trajectories").glob("*.jsonl")) / 2**20
-        done = subprocess.run([sys.executable, "-c", CHILD, str(run_dir), ",".join(DOMAINS)], capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, str(run_dir), ",".join(DOMAINS)], capture_output=True, text=True, check=True
+        )
         result = json.loads(done.stdout)
     stats = result["stats"]
     labels, episodes = stats["labels"]["total"], stats["trajectories"]["read"]
     injected = stats["injected"]
     print(f"episodes: {episodes} ({size:.0f} MiB of trajectories), labels: {labels}")
-    print(f"labeling: {result['seconds']:.1f} s wall = {labels / result['seconds']:,.0f} labels/s = {episodes / result['seconds']:,.0f} episodes/s; "
-          f"{result['cpu_s']:.1f} s CPU = {labels / result['cpu_s']:,.0f} labels per CPU second (domain loading {result['load_s']:.1f} s apart)")
-    print(f"memory: peak RSS {result['peak_rss_mib']:.0f} MiB (RSS after loading the domains {result['rss_loaded_mib']:.0f} MiB)")
-    print(f"first critical error = first injected outcome-breaking mistake: {injected['first_error_matches']} of "
-          f"{injected['failed_with_breaking']} failed episodes ({injected['first_error_agreement']:.2%}); "
-          f"verifier rejections: {stats['verifier']['programmatic']['rejected']} of {stats['verifier']['programmatic']['checked']}")
+    print(
+        f"labeling: {result['seconds']:.1f} s wall = {labels / result['seconds']:,.0f} labels/s = {episodes / result['seconds']:,.0f} episodes/s; "
+        f"{result['cpu_s']:.1f} s CPU = {labels / result['cpu_s']:,.0f} labels per CPU second (domain loading {result['load_s']:.1f} s apart)"
+    )
+    print(
+        f"memory: peak RSS {result['peak_rss_mib']:.0f} MiB (RSS after loading the domains {result['rss_loaded_mib']:.0f} MiB)"
+    )
+    print(
+        f"first critical error = first injected outcome-breaking mistake: {injected['first_error_matches']} of "
+        f"{injected['failed_with_breaking']} failed episodes ({injected['first_error_agreement']:.2%}); "
+        f"verifier rejections: {stats['verifier']['programmatic']['rejected']} of {stats['verifier']['programmatic']['checked']}"
+    )
     for kind, counts in sorted(injected["kinds"].items()):  # labels/stats.json: per kind of the first breaking mistake
         if counts.get("first_breaking"):
             note = " (the user's fault: no agent action blamed)" if kind in USER_KINDS else ""
             matches = counts.get("first_error_matches", 0)
-            print(f"  {kind:>20}: first critical error = the mistake in {matches} of {counts['first_breaking']} "
-                  f"({matches / counts['first_breaking']:.2%}){note}")
+            print(
+                f"  {kind:>20}: first critical error = the mistake in {matches} of {counts['first_breaking']} "
+                f"({matches / counts['first_breaking']:.2%}){note}"
+            )
 
 
 if __name__ == "__main__":

@@ -22,7 +22,10 @@ from castdata.label.agreement import agreement, read_judgements
 from castdata.label.run import label_run, read_labels
 
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden_real"
-SOURCES = {"retail": "tau-bench.retail-test.gpt-4.1.golden.json.gz", "airline": "tau-bench.airline-test.gpt-4o.golden.json.gz"}
+SOURCES = {
+    "retail": "tau-bench.retail-test.gpt-4.1.golden.json.gz",
+    "airline": "tau-bench.airline-test.gpt-4o.golden.json.gz",
+}
 
 
 def main() -> None:
@@ -43,9 +46,11 @@ def main() -> None:
     for key in ("exact", "exact_other", "adjacent", "wrong", "none", "user_fault_blamed", "no_blame"):
         print(f"  {key:18s} {failures[key]:3d}  {failures[key] / total:6.1%}")
     print(f"  first-error accuracy (exact or rightly no blame): {result.first_error_accuracy:.1%}")
-    print(f"successful episodes: {result.successes}, with an invalid flag: {result.successes_flagged} "
-          f"({result.successes_flagged / max(1, result.successes):.1%}); flags {result.flags}, true {result.true_flags} "
-          f"(precision {result.flag_precision:.1%})")
+    print(
+        f"successful episodes: {result.successes}, with an invalid flag: {result.successes_flagged} "
+        f"({result.successes_flagged / max(1, result.successes):.1%}); flags {result.flags}, true {result.true_flags} "
+        f"(precision {result.flag_precision:.1%})"
+    )
     print("signal precision on the golden episodes (right / wrong):")
     for name, counts in sorted(result.signals.items()):
         print(f"  {name:32s} {counts['right']:3d} / {counts['wrong']:3d}")

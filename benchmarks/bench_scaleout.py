@@ -39,9 +39,22 @@ def config_for(url: str, args: argparse.Namespace, workers: int | None, tasks: s
     from castdata.config import CollectConfig
 
     endpoint = {"backend": "openai", "base_url": url, "api_key_env": KEY_ENV, "max_concurrency": 1024}
-    executor = {"ray": {"num_workers": workers, "episodes_per_task_batch": args.unit, "resources": {"CPU": 1}}} if workers else "local"
-    return CollectConfig(domains=["retail"], split="test", tasks=tasks, trials=args.trials, concurrency=args.concurrency,
-                         max_steps=40, agent={**endpoint, "model": "agent"}, user={**endpoint, "model": "user"}, executor=executor)
+    executor = (
+        {"ray": {"num_workers": workers, "episodes_per_task_batch": args.unit, "resources": {"CPU": 1}}}
+        if workers
+        else "local"
+    )
+    return CollectConfig(
+        domains=["retail"],
+        split="test",
+        tasks=tasks,
+        trials=args.trials,
+        concurrency=args.concurrency,
+        max_steps=40,
+        agent={**endpoint, "model": "agent"},
+        user={**endpoint, "model": "user"},
+        executor=executor,
+    )
 
 
 def timed(config, out: Path) -> tuple[int, int, float]:
@@ -63,7 +76,9 @@ def main() -> None:
     parser.add_argument("--tasks", default="0-63", help="retail test tasks, 'START-END'")
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=8, help="episodes at once per worker (and locally)")
-    parser.add_argument("--unit", type=int, default=16, help="episodes per work unit (executor.ray.episodes_per_task_batch)")
+    parser.add_argument(
+        "--unit", type=int, default=16, help="episodes per work unit (executor.ray.episodes_per_task_batch)"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per row; the fastest counts (for a busy machine)")
     args = parser.parse_args()
     os.environ[KEY_ENV] = "sk-bench"  # before ray.init: workers inherit it
@@ -76,24 +91,37 @@ def main() -> None:
     ray_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
     try:
         url = urls.get(timeout=60)
-        ray.init(address="local", num_cpus=max(WORKERS), _temp_dir=ray_dir, include_dashboard=False, log_to_driver=False)
+        ray.init(
+            address="local", num_cpus=max(WORKERS), _temp_dir=ray_dir, include_dashboard=False, log_to_driver=False
+        )
         with tempfile.TemporaryDirectory() as tmp:
             timed(config_for(url, args, max(WORKERS), "0-3"), Path(tmp) / "warmup")
-            print(f"loopback server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} CPUs "
-                  f"(load average {os.getloadavg()[0]:.1f}), retail test tasks "
-                  f"{args.tasks} x {args.trials} trials, {args.concurrency} episodes at once per worker, units of {args.unit}")
-            print(f"{'executor':<22} {'episodes':>8} {'requests':>8} {'seconds':>8} {'episodes/s':>10} {'requests/s':>10} {'x local':>8}")
-            rows = [("local", None, args.concurrency), (f"local x{max(WORKERS)} concurrency", None, args.concurrency * max(WORKERS))]
+            print(
+                f"loopback server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} CPUs "
+                f"(load average {os.getloadavg()[0]:.1f}), retail test tasks "
+                f"{args.tasks} x {args.trials} trials, {args.concurrency} episodes at once per worker, units of {args.unit}"
+            )
+            print(
+                f"{'executor':<22} {'episodes':>8} {'requests':>8} {'seconds':>8} {'episodes/s':>10} {'requests/s':>10} {'x local':>8}"
+            )
+            rows = [
+                ("local", None, args.concurrency),
+                (f"local x{max(WORKERS)} concurrency", None, args.concurrency * max(WORKERS)),
+            ]
             rows += [(f"ray, {n} worker{'s' if n > 1 else ''}", n, args.concurrency) for n in WORKERS]
             base = None
             for index, (name, workers, concurrency) in enumerate(rows):
                 config = config_for(url, args, workers, args.tasks).model_copy(update={"concurrency": concurrency})
                 episodes, requests, seconds = min(
-                    (timed(config, Path(tmp) / f"run{index}.{attempt}") for attempt in range(args.repeat)), key=lambda row: row[2]
+                    (timed(config, Path(tmp) / f"run{index}.{attempt}") for attempt in range(args.repeat)),
+                    key=lambda row: row[2],
                 )
                 base = base or episodes / seconds
-                print(f"{name:<22} {episodes:>8} {requests:>8} {seconds:>8.2f} {episodes / seconds:>10.2f} "
-                      f"{requests / seconds:>10.1f} {episodes / seconds / base:>8.2f}", flush=True)
+                print(
+                    f"{name:<22} {episodes:>8} {requests:>8} {seconds:>8.2f} {episodes / seconds:>10.2f} "
+                    f"{requests / seconds:>10.1f} {episodes / seconds / base:>8.2f}",
+                    flush=True,
+                )
     finally:
         ray.shutdown()
         stop.set()

@@ -22,8 +22,14 @@ from pathlib import Path
 from bench_label import collect_run
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 CHILD = """
 import json, resource, sys, time
@@ -73,8 +79,9 @@ def ensure_labelled(run_dir: Path, episodes: int) -> None:
 
 def write_page(run_dir: Path, page: Path) -> dict:
     """Write the page in a fresh process; what it wrote, its times and its peak memory."""
-    done = subprocess.run([sys.executable, "-c", CHILD, str(run_dir), str(page)], capture_output=True, text=True,
-                          check=True, timeout=1800)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(run_dir), str(page)], capture_output=True, text=True, check=True, timeout=1800
+    )
     return json.loads(done.stdout)
 
 
@@ -90,8 +97,10 @@ def main() -> None:
         records = [p for folder in ("trajectories", "labels") for p in (run_dir / folder).glob("*.jsonl")]
         size = sum(p.stat().st_size for p in records) / 2**20
         print(f"episodes: {result['episodes']} ({size:.0f} MiB of trajectories and labels)")
-        print(f"page: {result['bytes'] / 2**20:.1f} MiB, written in {result['seconds']:.1f} s wall, "
-              f"{result['cpu_s']:.1f} s CPU, peak RSS {result['peak_rss_mib']:.0f} MiB")
+        print(
+            f"page: {result['bytes'] / 2**20:.1f} MiB, written in {result['seconds']:.1f} s wall, "
+            f"{result['cpu_s']:.1f} s CPU, peak RSS {result['peak_rss_mib']:.0f} MiB"
+        )
         if not CHROMIUM.exists():
             print(f"no Chromium at {CHROMIUM}: opening not timed")
             return

@@ -7,11 +7,13 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build, publish and train on CAST critique datasets.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Build, publish and train on CAST critique datasets."
+)
 
 
 def _user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -53,10 +55,10 @@ def _main(
 
 
 Limit = Annotated[
-    Optional[int], typer.Option(min=1, help="Run only the first N planned episodes (a rerun without it continues).")
+    int | None, typer.Option(min=1, help="Run only the first N planned episodes (a rerun without it continues).")
 ]
 Overrides = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--set", metavar="KEY=VALUE", help="Override a config key, e.g. --set trials=2 (repeatable)."),
 ]
 
@@ -73,7 +75,10 @@ def _show(result: Any, as_json: bool, render: Callable[[Any], None]) -> None:
 @_user_errors
 def collect(
     config: Annotated[Path, typer.Argument(help="Pipeline YAML (collection keys at the top level).")],
-    out: Annotated[Optional[str], typer.Option(help="Run directory, or an fsspec URL with `executor: ray` (default: the config's `out`).")] = None,
+    out: Annotated[
+        str | None,
+        typer.Option(help="Run directory, or an fsspec URL with `executor: ray` (default: the config's `out`)."),
+    ] = None,
     force: Annotated[bool, typer.Option(help="Continue into a run directory made with another config.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
     limit: Limit = None,
@@ -107,7 +112,9 @@ def report(
 @_user_errors
 def label(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (from `castdata collect`).")],
-    config: Annotated[Optional[Path], typer.Option(help="Pipeline YAML; its `label:` section configures this stage.")] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="Pipeline YAML; its `label:` section configures this stage.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON instead of tables.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
 ) -> None:
@@ -125,8 +132,12 @@ def label(
 @_user_errors
 def build(
     run_dirs: Annotated[list[Path], typer.Argument(help="Labelled run directories (one or more).")],
-    out: Annotated[Optional[Path], typer.Option(help="Dataset folder (default: the config's build.out, else RUN_DIR/dataset).")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="Pipeline YAML; its `build:` section configures this stage.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Dataset folder (default: the config's build.out, else RUN_DIR/dataset).")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="Pipeline YAML; its `build:` section configures this stage.")
+    ] = None,
     quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
 ) -> None:
     """Build the dataset configs (Parquet), card, plots and manifest from labelled runs."""
@@ -167,8 +178,8 @@ def publish(
 def download(
     repo: Annotated[str, typer.Argument(help="Hub dataset repo, ORG/NAME.")],
     version: Annotated[str, typer.Option(help="Release version X.Y.Z.")],
-    config: Annotated[Optional[str], typer.Option(help="Only this config (plus the card and manifest).")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Target folder (default: the Hugging Face cache).")] = None,
+    config: Annotated[str | None, typer.Option(help="Only this config (plus the card and manifest).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Target folder (default: the Hugging Face cache).")] = None,
 ) -> None:
     """Download a released dataset (or one config of it), pinned to its version tag."""
     from castdata.hub.download import download as download_release
@@ -190,7 +201,7 @@ def versions(repo: Annotated[str, typer.Argument(help="Hub dataset repo, ORG/NAM
 @_user_errors
 def run(
     config: Annotated[Path, typer.Argument(help="Pipeline YAML: collection keys, and label/build/publish sections.")],
-    out: Annotated[Optional[Path], typer.Option(help="Run directory (default: the config's `out`).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Run directory (default: the config's `out`).")] = None,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
     force: Annotated[bool, typer.Option(help="Continue into a run directory made with another config.")] = False,
     limit: Limit = None,
@@ -199,16 +210,19 @@ def run(
     """The whole job: collect, label, build (and publish with a `publish:` section); reruns skip finished stages."""
     from castdata.pipeline import run_pipeline
 
-    dataset_dir = run_pipeline(config, out, show_progress=not quiet, echo=typer.echo, force=force, limit=limit,
-                               overrides=overrides or ())
+    dataset_dir = run_pipeline(
+        config, out, show_progress=not quiet, echo=typer.echo, force=force, limit=limit, overrides=overrides or ()
+    )
     typer.echo(f"dataset: {dataset_dir}")
 
 
 @app.command("eval")
 @_user_errors
 def eval_policy(
-    config: Annotated[Path, typer.Argument(help="Collect YAML plus `critic:` (a model spec), `guard:` and `max_revisions:`.")],
-    out: Annotated[Optional[Path], typer.Option(help="Output folder (default: the config's `out`).")] = None,
+    config: Annotated[
+        Path, typer.Argument(help="Collect YAML plus `critic:` (a model spec), `guard:` and `max_revisions:`.")
+    ],
+    out: Annotated[Path | None, typer.Option(help="Output folder (default: the config's `out`).")] = None,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     limit: Limit = None,
@@ -227,9 +241,11 @@ def eval_policy(
 @_user_errors
 def eval_critic(
     config: Annotated[Path, typer.Argument(help="YAML with a `critic:` model spec (an eval config will do).")],
-    data: Annotated[Path, typer.Argument(help="A labelled run directory, or a dataset folder made by `castdata build`.")],
+    data: Annotated[
+        Path, typer.Argument(help="A labelled run directory, or a dataset folder made by `castdata build`.")
+    ],
     split: Annotated[str, typer.Option(help="The split of a dataset folder.")] = "test",
-    limit: Annotated[Optional[int], typer.Option(help="Judge only the first N labelled actions.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Judge only the first N labelled actions.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """A critic on labelled actions: accuracy, invalid precision/recall/F1, first-error localisation, grounding."""
@@ -263,10 +279,17 @@ def validate(
 def view(
     path: Annotated[Path, typer.Argument(help="A run directory, or a dataset folder made by `castdata build`.")],
     out: Annotated[Path, typer.Option(help="The HTML file to write.")] = Path("view.html"),
-    episode: Annotated[Optional[str], typer.Option(help="Only this episode id; the page opens on it.")] = None,
-    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help=(
-        "KEY=VALUE[,VALUE...], repeatable; keys: domain, split, outcome (success/failure), category, user_fault "
-        "(true/false), source, termination, agent."))] = None,
+    episode: Annotated[str | None, typer.Option(help="Only this episode id; the page opens on it.")] = None,
+    filter_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filter",
+            help=(
+                "KEY=VALUE[,VALUE...], repeatable; keys: domain, split, outcome (success/failure), category, user_fault "
+                "(true/false), source, termination, agent."
+            ),
+        ),
+    ] = None,
 ) -> None:
     """Write one self-contained HTML page: the index of episodes, and each episode with its verdicts."""
     from castdata.view import write_view
@@ -286,17 +309,23 @@ def import_tau_bench(
     out: Annotated[Path, typer.Option(help="The run directory to write (or add to).")],
     domain: Annotated[str, typer.Option(help="retail, airline, telecom or telehealth.")],
     split: Annotated[str, typer.Option(help="The split the file's task ids index.")] = "test",
-    agent_model: Annotated[Optional[str], typer.Option(help="The agent model's name (the files do not record it).")] = None,
-    user_model: Annotated[Optional[str], typer.Option(help="The user simulator's name.")] = None,
-    trial_offset: Annotated[int, typer.Option(help="Added to every trial number (import several runs of one model).")] = 0,
+    agent_model: Annotated[
+        str | None, typer.Option(help="The agent model's name (the files do not record it).")
+    ] = None,
+    user_model: Annotated[str | None, typer.Option(help="The user simulator's name.")] = None,
+    trial_offset: Annotated[
+        int, typer.Option(help="Added to every trial number (import several runs of one model).")
+    ] = 0,
 ) -> None:
     """Import tau-bench result files: rewards recomputed, reproduction checked, tasks matched."""
     from castdata.imports.tau_bench import import_tau_bench as run_import
 
     manifest = run_import(files, out, domain, split, agent_model, user_model, trial_offset)
     for source in manifest["sources"]:
-        typer.echo(f"{source['name']}: {source['imported']} imported, {source['already_imported']} already there, "
-                   f"{len(source['refused'])} refused")
+        typer.echo(
+            f"{source['name']}: {source['imported']} imported, {source['already_imported']} already there, "
+            f"{len(source['refused'])} refused"
+        )
     typer.echo(f"{out}: {json.dumps(manifest['counts'])}")
 
 
@@ -320,4 +349,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -16,8 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from castdata.build.options import BuildOptions
-from castdata.hub.options import PublishOptions
 from castdata.errors import ConfigError
+from castdata.hub.options import PublishOptions
 from castdata.models.spec import ModelSpec
 from castdata.scale.options import ExecutorOptions
 
@@ -48,8 +48,10 @@ class CollectConfig(BaseModel):
     def _tasks_form(cls, value):
         for selection in value.values() if isinstance(value, dict) else [value]:
             if isinstance(selection, str) and selection != "all" and not re.fullmatch(r"\d+-\d+", selection):
-                raise ValueError("must be 'all', a list of task ids, a range 'START-END' (inclusive), or a mapping "
-                                 "from 'split' or 'domain/split' to one of those")
+                raise ValueError(
+                    "must be 'all', a list of task ids, a range 'START-END' (inclusive), or a mapping "
+                    "from 'split' or 'domain/split' to one of those"
+                )
         return value
 
     @model_validator(mode="after")
@@ -85,7 +87,9 @@ class CollectConfig(BaseModel):
             ids = list(selection)
         for task_id in ids:
             if not 0 <= task_id < available:
-                raise ConfigError(f"tasks: task id {task_id} out of range for {domain}/{split}; allowed: 0..{available - 1}")
+                raise ConfigError(
+                    f"tasks: task id {task_id} out of range for {domain}/{split}; allowed: 0..{available - 1}"
+                )
         return ids
 
     def open_agent(self) -> Backend:

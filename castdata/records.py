@@ -211,7 +211,9 @@ class Trajectory(BaseModel):
         and an imported episode castdata's environment does not reproduce cannot be scored: all are excluded from
         pass^k and training."""
         reproduced = self.imported is None or self.imported.reproduced
-        return reproduced and self.outcome.termination_reason != "infrastructure_error" and self.outcome.excluded is None
+        return (
+            reproduced and self.outcome.termination_reason != "infrastructure_error" and self.outcome.excluded is None
+        )
 
 
 def episode_id(domain: str, split: str, task_id: int, trial: int) -> str:

@@ -39,9 +39,20 @@ def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
             "completion_tokens": [u.completion_tokens for u in usage],
             "cost_usd": [u.cost_usd for u in usage],
         },
-        schema={"domain": pl.Utf8, "split": pl.Utf8, "agent": pl.Utf8, "task_id": pl.Int64, "trial": pl.Int64,
-                "success": pl.Boolean, "turns": pl.Int64, "termination": pl.Utf8, "counted": pl.Boolean,
-                "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "cost_usd": pl.Float64},
+        schema={
+            "domain": pl.Utf8,
+            "split": pl.Utf8,
+            "agent": pl.Utf8,
+            "task_id": pl.Int64,
+            "trial": pl.Int64,
+            "success": pl.Boolean,
+            "turns": pl.Int64,
+            "termination": pl.Utf8,
+            "counted": pl.Boolean,
+            "prompt_tokens": pl.Int64,
+            "completion_tokens": pl.Int64,
+            "cost_usd": pl.Float64,
+        },
     )
 
 
@@ -57,10 +68,24 @@ def pass_k_table(episodes: pl.DataFrame) -> pl.DataFrame:
         n_min = int(group["n"].min())
         for k in range(1, n_min + 1):
             scores = [pass_hat_k(n, c, k) for n, c in zip(group["n"], group["c"])]
-            rows.append({"domain": domain, "split": split, "agent": agent, "k": k,
-                         "pass_k": sum(scores) / len(scores), "tasks": len(scores)})
-    schema = {"domain": pl.Utf8, "split": pl.Utf8, "agent": pl.Utf8, "k": pl.Int64, "pass_k": pl.Float64,
-              "tasks": pl.Int64}
+            rows.append(
+                {
+                    "domain": domain,
+                    "split": split,
+                    "agent": agent,
+                    "k": k,
+                    "pass_k": sum(scores) / len(scores),
+                    "tasks": len(scores),
+                }
+            )
+    schema = {
+        "domain": pl.Utf8,
+        "split": pl.Utf8,
+        "agent": pl.Utf8,
+        "k": pl.Int64,
+        "pass_k": pl.Float64,
+        "tasks": pl.Int64,
+    }
     return pl.DataFrame(rows, schema=schema).sort("domain", "split", "agent", "k")
 
 
@@ -82,10 +107,14 @@ def summarize(run_dir: Path) -> dict:
                 "episodes": group.height,
                 "tasks": group["task_id"].n_unique(),
                 "infrastructure_errors": infrastructure,
-                "excluded": group.height - counted.height - infrastructure,  # not scorable: not reproduced, NL assertions
+                "excluded": group.height
+                - counted.height
+                - infrastructure,  # not scorable: not reproduced, NL assertions
                 "mean_turns": float(counted["turns"].mean() or 0.0),
                 "pass_k": {int(k): round(float(v), 6) for k, v in zip(passes["k"], passes["pass_k"])},
-                "terminations": dict(sorted(zip(*group["termination"].value_counts().to_dict(as_series=False).values()))),
+                "terminations": dict(
+                    sorted(zip(*group["termination"].value_counts().to_dict(as_series=False).values()))
+                ),
                 "usage": usage_sums(group),
             }
         )

@@ -21,8 +21,15 @@ def print_report(summary: dict) -> None:
         table.add_column(column, justify="right" if column not in ("domain", "split", "agent") else "left")
     for group in summary["groups"]:
         passes = [f"{group['pass_k'][k]:.3f}" if k in group["pass_k"] else "" for k in ks]
-        table.add_row(group["domain"], group["split"], group["agent"], str(group["tasks"]), str(group["episodes"]),
-                      f"{group['mean_turns']:.1f}", *passes)
+        table.add_row(
+            group["domain"],
+            group["split"],
+            group["agent"],
+            str(group["tasks"]),
+            str(group["episodes"]),
+            f"{group['mean_turns']:.1f}",
+            *passes,
+        )
     console.print(table)
     reasons = Table(title="termination reasons")
     for column in ("domain", "split", "agent"):
@@ -35,8 +42,10 @@ def print_report(summary: dict) -> None:
     usage = Table(title="token usage and cost (agent and user models)")
     for column in ("domain", "split", "agent", "prompt tokens", "completion tokens", "cost (USD)"):
         usage.add_column(column, justify="right" if column not in ("domain", "split", "agent") else "left")
-    for domain, split, agent, sums in [*((g["domain"], g["split"], g["agent"], g["usage"]) for g in summary["groups"]),
-                                       ("all", "", "", summary["usage"])]:
+    for domain, split, agent, sums in [
+        *((g["domain"], g["split"], g["agent"], g["usage"]) for g in summary["groups"]),
+        ("all", "", "", summary["usage"]),
+    ]:
         cost = "" if sums["cost_usd"] is None else f"{sums['cost_usd']:.4f}"
         usage.add_row(domain, split, agent, str(sums["prompt_tokens"]), str(sums["completion_tokens"]), cost)
     console.print(usage)

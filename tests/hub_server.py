@@ -32,9 +32,7 @@ import yaml
 URL_PREFIXES = {"model": "", "dataset": "datasets/", "space": "spaces/"}
 LFS_SUFFIXES = (".parquet", ".arrow", ".bin", ".safetensors", ".pt", ".npy", ".npz", ".zip", ".gz", ".zst")
 LFS_MIN_SIZE = 10 * 1024 * 1024
-GITATTRIBUTES = b"".join(
-    b"*%s filter=lfs diff=lfs merge=lfs -text\n" % suffix.encode() for suffix in LFS_SUFFIXES
-)
+GITATTRIBUTES = b"".join(b"*%s filter=lfs diff=lfs merge=lfs -text\n" % suffix.encode() for suffix in LFS_SUFFIXES)
 
 
 @dataclass
@@ -49,9 +47,7 @@ class Reply:
 class HubError(Exception):
     """A failure answered the Hub's way: JSON `{"error"}` plus `X-Error-Code`/`X-Error-Message`."""
 
-    def __init__(
-        self, status: int, message: str, code: str | None = None, headers: dict | None = None, **extra: Any
-    ):
+    def __init__(self, status: int, message: str, code: str | None = None, headers: dict | None = None, **extra: Any):
         super().__init__(message)
         headers = {"X-Error-Message": message, **({"X-Error-Code": code} if code else {}), **(headers or {})}
         self.reply = Reply(status, {"error": message, **extra}, headers)
@@ -216,9 +212,18 @@ class _Hub:
                 sibling["lfs"] = {"sha256": lfs["oid"], "size": lfs["size"], "pointerSize": lfs["pointerSize"]}
             siblings.append(sibling)
         info = {
-            "id": repo_id, "author": repo_id.split("/")[0], "sha": commit, "private": repo["private"],
-            "gated": False, "disabled": False, "downloads": 0, "likes": 0, "tags": [],
-            "createdAt": repo["created"], "lastModified": snapshot["date"], "siblings": siblings,
+            "id": repo_id,
+            "author": repo_id.split("/")[0],
+            "sha": commit,
+            "private": repo["private"],
+            "gated": False,
+            "disabled": False,
+            "downloads": 0,
+            "likes": 0,
+            "tags": [],
+            "createdAt": repo["created"],
+            "lastModified": snapshot["date"],
+            "siblings": siblings,
         }
         if card is not None:
             info["cardData"] = card
@@ -230,10 +235,15 @@ class _Hub:
         def listing(kind: str, prefix: str) -> list[dict]:
             return [{"name": n, "ref": f"{prefix}{n}", "targetCommit": c} for n, c in sorted(refs[kind].items())]
 
-        return Reply(200, {
-            "branches": listing("heads", "refs/heads/"), "tags": listing("tags", "refs/tags/"),
-            "converts": [], "pullRequests": [],
-        })
+        return Reply(
+            200,
+            {
+                "branches": listing("heads", "refs/heads/"),
+                "tags": listing("tags", "refs/tags/"),
+                "converts": [],
+                "pullRequests": [],
+            },
+        )
 
     def list_commits(self, repo_type: str, repo_id: str, revision: str) -> Reply:
         repo = self._load(repo_type, repo_id)
@@ -241,10 +251,15 @@ class _Hub:
         while commit is not None:
             snapshot = repo["commits"][commit]
             title, _, message = snapshot["message"].partition("\n")
-            commits.append({
-                "id": commit, "title": title, "message": message.strip(), "date": snapshot["date"],
-                "authors": [{"user": repo_id.split("/")[0]}],
-            })
+            commits.append(
+                {
+                    "id": commit,
+                    "title": title,
+                    "message": message.strip(),
+                    "date": snapshot["date"],
+                    "authors": [{"user": repo_id.split("/")[0]}],
+                }
+            )
             commit = snapshot["parent"]
         return Reply(200, commits)
 
@@ -276,7 +291,7 @@ class _Hub:
         for file_path in tree:
             if not file_path.startswith(prefix):
                 continue
-            parts = file_path[len(prefix):].split("/")
+            parts = file_path[len(prefix) :].split("/")
             if recursive:
                 folders.update(prefix + "/".join(parts[:i]) for i in range(1, len(parts)))
                 files.append(file_path)
@@ -377,10 +392,17 @@ class _Hub:
         message = header["summary"] + (f"\n\n{header['description']}" if header.get("description") else "")
         commit = self._new_commit(repo, branch, tree, message)
         self._save(repo_type, repo_id, repo)
-        return Reply(200, {
-            "success": True, "commitOid": commit, "commitMessage": header["summary"], "hookOutput": "",
-            "commitUrl": f"{self._repo_url(repo_type, repo_id)}/commit/{commit}", "pullRequestUrl": None,
-        })
+        return Reply(
+            200,
+            {
+                "success": True,
+                "commitOid": commit,
+                "commitMessage": header["summary"],
+                "hookOutput": "",
+                "commitUrl": f"{self._repo_url(repo_type, repo_id)}/commit/{commit}",
+                "pullRequestUrl": None,
+            },
+        )
 
     # -- downloads ------------------------------------------------------------------------------
 
@@ -408,7 +430,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet: tests read `requests`
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _handle(self) -> None:
@@ -554,22 +576,32 @@ def configure_hf_env(url: str, home: Path) -> None:
     Call it before importing either client: both read these settings once, at import time.
     """
     for name in (
-        "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",  # offline mode blocks loopback too
-        "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_DATASETS_CACHE", "HF_XET_CACHE", "HF_ASSETS_CACHE",
-        "HF_TOKEN_PATH", "HF_STORED_TOKENS_PATH", "HUGGING_FACE_HUB_TOKEN",
+        "HF_HUB_OFFLINE",
+        "HF_DATASETS_OFFLINE",
+        "TRANSFORMERS_OFFLINE",  # offline mode blocks loopback too
+        "HF_HUB_CACHE",
+        "HUGGINGFACE_HUB_CACHE",
+        "HF_DATASETS_CACHE",
+        "HF_XET_CACHE",
+        "HF_ASSETS_CACHE",
+        "HF_TOKEN_PATH",
+        "HF_STORED_TOKENS_PATH",
+        "HUGGING_FACE_HUB_TOKEN",
     ):
         os.environ.pop(name, None)
     no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"]))
-    os.environ.update({
-        "HF_ENDPOINT": url,
-        "HF_HOME": str(home),
-        "HF_TOKEN": "hf_loopback_test_token",
-        "HF_HUB_DISABLE_XET": "1",  # Xet uploads cannot be served; plain LFS can
-        "HF_UPDATE_DOWNLOAD_COUNTS": "0",
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "HF_HUB_DISABLE_UPDATE_CHECK": "1",
-        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
-        "NO_PROXY": no_proxy,
-        "no_proxy": no_proxy,
-    })
+    os.environ.update(
+        {
+            "HF_ENDPOINT": url,
+            "HF_HOME": str(home),
+            "HF_TOKEN": "hf_loopback_test_token",
+            "HF_HUB_DISABLE_XET": "1",  # Xet uploads cannot be served; plain LFS can
+            "HF_UPDATE_DOWNLOAD_COUNTS": "0",
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "HF_HUB_DISABLE_UPDATE_CHECK": "1",
+            "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+            "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+            "NO_PROXY": no_proxy,
+            "no_proxy": no_proxy,
+        }
+    )

@@ -16,6 +16,7 @@ daemon thread per connection, HTTP/1.1 keep-alive) bound to 127.0.0.1 on an ephe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import socket
@@ -75,8 +76,14 @@ class FaultPlan:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        rates = (self.rate_429, self.rate_500, self.rate_drop, self.rate_truncated, self.rate_empty,
-                 self.rate_malformed)
+        rates = (
+            self.rate_429,
+            self.rate_500,
+            self.rate_drop,
+            self.rate_truncated,
+            self.rate_empty,
+            self.rate_malformed,
+        )
         if any(not 0.0 <= rate <= 1.0 for rate in rates) or sum(rates) >= 1.0:
             raise ValueError(f"fault rates must lie in [0, 1] and sum to < 1, got {rates}")
         if self.latency_s < 0 or self.retry_after_s < 0 or self.fail_first_n < 0:
@@ -352,10 +359,8 @@ class ChatServer:
 
 def _shutdown_socket(conn: socket.socket) -> None:
     """Wake a handler blocked on this connection; its own thread then closes it."""
-    try:
+    with contextlib.suppress(OSError):
         conn.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 def _error_body(message: str, kind: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from openai_server import ChatServer, FaultPlan
 from typer.testing import CliRunner
 
 from castdata.cli import app
@@ -27,16 +28,18 @@ from castdata.models.scripted import NoisyOracleAgent, ScriptedUser
 from castdata.models.user_llm import USER_ROLE
 from castdata.report import summarize
 from castdata.rollout.store import read_trajectories
-from openai_server import ChatServer, FaultPlan
 
 KEY_ENV = "CASTDATA_TEST_COLLECT_KEY"
 KEY = "sk-test-collect-0123456789abcdef"
 TICKET = re.compile(r"\[ticket (\w+)/(\w+)/(\d+)\]")
 MALFORMED_OBSERVATION = "Error: the arguments of"
 MISTAKES = {"premature_end": 0.3, "missing_output": 0.5}  # with seed 0: tasks 2 and 3 end too early
-FAULTS = FaultPlan(rate_429=0.07, rate_500=0.07, rate_drop=0.06, rate_malformed=0.08, retry_after_s=0.001, latency_s=0.001, seed=3)
-RETRYABLE = FaultPlan(rate_429=0.05, rate_500=0.05, rate_drop=0.05, rate_truncated=0.05, rate_empty=0.05,
-                      retry_after_s=0.001, seed=4)  # 25% of requests fail, every one of them retryable
+FAULTS = FaultPlan(
+    rate_429=0.07, rate_500=0.07, rate_drop=0.06, rate_malformed=0.08, retry_after_s=0.001, latency_s=0.001, seed=3
+)
+RETRYABLE = FaultPlan(
+    rate_429=0.05, rate_500=0.05, rate_drop=0.05, rate_truncated=0.05, rate_empty=0.05, retry_after_s=0.001, seed=4
+)  # 25% of requests fail, every one of them retryable
 
 
 class Playbook:
@@ -62,12 +65,16 @@ class Playbook:
 
     def agent(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         _, split, index = TICKET.search(messages[1]["content"]).groups()
-        plan = NoisyOracleAgent(EpisodeContext(self.domain, self.domain.task(split, int(index)), seed=0), MISTAKES).moves
+        plan = NoisyOracleAgent(
+            EpisodeContext(self.domain, self.domain.task(split, int(index)), seed=0), MISTAKES
+        ).moves
         done = sum(
             1
             for i, message in enumerate(messages)
             if message["role"] == "assistant"
-            and not (i + 1 < len(messages) and str(messages[i + 1].get("content", "")).startswith(MALFORMED_OBSERVATION))
+            and not (
+                i + 1 < len(messages) and str(messages[i + 1].get("content", "")).startswith(MALFORMED_OBSERVATION)
+            )
         )
         if done >= len(plan):
             return {"content": "Thank you for contacting us. Is there anything else I can help you with?"}
@@ -78,10 +85,21 @@ class Playbook:
 
 
 def write_config(path: Path, server: ChatServer, max_retries: int = 12) -> Path:
-    endpoint = {"backend": "openai", "base_url": server.base_url, "api_key_env": KEY_ENV, "max_retries": max_retries,
-                "options": {"retry_backoff_s": 0.002}}
+    endpoint = {
+        "backend": "openai",
+        "base_url": server.base_url,
+        "api_key_env": KEY_ENV,
+        "max_retries": max_retries,
+        "options": {"retry_backoff_s": 0.002},
+    }
     config = {
-        "domains": ["retail"], "split": "test", "tasks": "0-3", "trials": 2, "seed": 0, "concurrency": 8, "max_steps": 40,
+        "domains": ["retail"],
+        "split": "test",
+        "tasks": "0-3",
+        "trials": 2,
+        "seed": 0,
+        "concurrency": 8,
+        "max_steps": 40,
         "agent": {**endpoint, "model": "agent-model", "price_in_per_mtok": 1.0, "price_out_per_mtok": 4.0},
         "user": {**endpoint, "model": "user-model"},
     }

@@ -8,17 +8,23 @@ import time
 from typing import Any
 
 import pytest
+from openai_server import ChatServer, FaultPlan
 
 from castdata.config import ConfigError
 from castdata.models.base import InfrastructureError
 from castdata.models.limits import AdaptiveLimiter
 from castdata.models.openai_backend import OpenAIBackend
 from castdata.models.spec import ModelSpec, Sampling
-from openai_server import ChatServer, FaultPlan
 
 KEY_ENV = "CASTDATA_TEST_OPENAI_KEY"
 TOOLS: list[dict[str, Any]] = [
-    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
 ]
 ASK = [{"role": "user", "content": "Weather in Paris?"}]
 
@@ -76,8 +82,11 @@ def test_tool_call_usage_and_cost() -> None:
 def test_request_carries_sampling_seed_schema_and_template_kwargs() -> None:
     schema = {"type": "object", "properties": {"verdict": {"type": "string"}}}
     with ChatServer(weather) as server:
-        spec = spec_for(server, sampling=Sampling(temperature=0.7, top_p=0.9, max_tokens=77, seed=5),
-                        chat_template_kwargs={"enable_thinking": False})
+        spec = spec_for(
+            server,
+            sampling=Sampling(temperature=0.7, top_p=0.9, max_tokens=77, seed=5),
+            chat_template_kwargs={"enable_thinking": False},
+        )
         reply = run(lambda b: b.complete(ASK, json_schema=schema), spec)
         body = server.stats.requests[0]
     assert reply.content == "Sunny." and not reply.tool_calls
@@ -88,9 +97,17 @@ def test_request_carries_sampling_seed_schema_and_template_kwargs() -> None:
 
 
 def test_recorded_tool_calls_go_out_as_json_strings() -> None:
-    history = [*ASK, {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
-        {"role": "tool", "tool_call_id": "c1", "name": "get_weather", "content": "sunny"}]
+    history = [
+        *ASK,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "get_weather", "content": "sunny"},
+    ]
     with ChatServer(weather) as server:
         run(lambda b: b.chat(history, tools=TOOLS), spec_for(server))
         sent = server.stats.requests[0]["messages"]
@@ -100,7 +117,9 @@ def test_recorded_tool_calls_go_out_as_json_strings() -> None:
 
 def test_text_tool_calls_from_a_server_without_a_tool_parser() -> None:
     def raw_qwen(body: dict[str, Any]) -> dict[str, Any]:
-        return {"content": '<think>need weather</think>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'}
+        return {
+            "content": '<think>need weather</think>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+        }
 
     with ChatServer(raw_qwen) as server:
         reply = run(lambda b: b.chat(ASK, tools=TOOLS), spec_for(server))
@@ -141,7 +160,7 @@ def test_truncated_bodies_count_against_max_retries() -> None:
             run(lambda b: b.chat(ASK), spec_for(server, max_retries=2))
         assert server.stats.total == 3
     with ChatServer(weather, FaultPlan(rate_empty=0.99)) as server:
-        with pytest.raises(InfrastructureError, match="gave up after 2 attempts; last error: BadResponse.*no choices"):
+        with pytest.raises(InfrastructureError, match=r"gave up after 2 attempts; last error: BadResponse.*no choices"):
             run(lambda b: b.chat(ASK), spec_for(server, max_retries=1))
         assert server.stats.total == 2
 
@@ -151,7 +170,11 @@ def first_seed(predicate) -> int:
 
 
 def test_retry_after_is_honoured() -> None:
-    seed = first_seed(lambda s: FaultPlan(rate_429=0.5, seed=s).outcome(0) == "429" and FaultPlan(rate_429=0.5, seed=s).outcome(1) == "ok")
+    seed = first_seed(
+        lambda s: (
+            FaultPlan(rate_429=0.5, seed=s).outcome(0) == "429" and FaultPlan(rate_429=0.5, seed=s).outcome(1) == "ok"
+        )
+    )
     with ChatServer(weather, FaultPlan(rate_429=0.5, retry_after_s=0.3, seed=seed)) as server:
         started = time.perf_counter()
         run(lambda b: b.chat(ASK), spec_for(server))
@@ -255,4 +278,6 @@ def test_missing_key_variable_is_a_config_error(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(ConfigError, match="api_key_env: required"):
         OpenAIBackend(ModelSpec(backend="openai", model="gpt-4o"))
     with pytest.raises(ConfigError, match="unknown openai option"):
-        OpenAIBackend(ModelSpec(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", options={"mistakes": {}}))
+        OpenAIBackend(
+            ModelSpec(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", options={"mistakes": {}})
+        )

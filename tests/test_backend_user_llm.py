@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from openai_server import ChatServer
 
 from castdata.config import ConfigError
 from castdata.envs import load_domain
@@ -13,7 +14,6 @@ from castdata.models.base import EpisodeContext, ModelOutputError
 from castdata.models.openai_backend import OpenAIBackend
 from castdata.models.spec import ModelSpec
 from castdata.models.user_llm import AGENT_GREETING, EMPTY_RETRIES, TRAITS, USER_ROLE, parse_traits
-from openai_server import ChatServer
 
 
 def context() -> EpisodeContext:
@@ -62,7 +62,12 @@ def test_traits_are_rendered_into_the_prompt() -> None:
 
 @pytest.mark.parametrize(
     "traits, message",
-    [({"grumpiness": 1}, "unknown trait 'grumpiness'"), ({"impatience": 4}, "level must be"), ({"impatience": True}, "level must be"), ([], "must map")],
+    [
+        ({"grumpiness": 1}, "unknown trait 'grumpiness'"),
+        ({"impatience": 4}, "level must be"),
+        ({"impatience": True}, "level must be"),
+        ([], "must map"),
+    ],
 )
 def test_bad_traits_are_config_errors(traits: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

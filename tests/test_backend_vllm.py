@@ -35,9 +35,20 @@ class StandInEngine:
         self.tools_seen: list[Any] = []
         self.busy = threading.Lock()  # asserts calls never overlap
 
-    def chat(self, messages, sampling_params=None, use_tqdm=True, lora_request=None, chat_template=None,
-             chat_template_content_format="auto", add_generation_prompt=True, continue_final_message=False,
-             tools=None, chat_template_kwargs=None, mm_processor_kwargs=None) -> list[SimpleNamespace]:
+    def chat(
+        self,
+        messages,
+        sampling_params=None,
+        use_tqdm=True,
+        lora_request=None,
+        chat_template=None,
+        chat_template_content_format="auto",
+        add_generation_prompt=True,
+        continue_final_message=False,
+        tools=None,
+        chat_template_kwargs=None,
+        mm_processor_kwargs=None,
+    ) -> list[SimpleNamespace]:
         assert self.busy.acquire(blocking=False), "overlapping engine calls"
         try:
             assert len(sampling_params) == len(messages)
@@ -54,8 +65,10 @@ class StandInEngine:
     def _answer(conversation: list[dict[str, Any]]) -> SimpleNamespace:
         turns = sum(1 for message in conversation if message["role"] == "assistant")
         text = LOOKUP if turns < 2 else CLOSING
-        return SimpleNamespace(prompt_token_ids=list(range(len(json.dumps(conversation)) // 4)),
-                               outputs=[SimpleNamespace(text=text, token_ids=list(range(len(text) // 4)))])
+        return SimpleNamespace(
+            prompt_token_ids=list(range(len(json.dumps(conversation)) // 4)),
+            outputs=[SimpleNamespace(text=text, token_ids=list(range(len(text) // 4)))],
+        )
 
 
 def backend(engine: StandInEngine, **options: Any) -> VLLMBackend:
@@ -71,10 +84,12 @@ def test_concurrent_episodes_are_batched() -> None:
     async def main() -> list:
         agent, user = backend(engine, batch_size=64), ScriptedBackend(user_spec)
         try:
-            return await asyncio.gather(*(
-                run_episode(domain, domain.task("test", index), 0, index, agent, user, agent_spec, user_spec)
-                for index in range(32)
-            ))
+            return await asyncio.gather(
+                *(
+                    run_episode(domain, domain.task("test", index), 0, index, agent, user, agent_spec, user_spec)
+                    for index in range(32)
+                )
+            )
         finally:
             await agent.aclose()
 
@@ -138,7 +153,9 @@ def test_sampling_parameters_and_seed_reach_the_engine() -> None:
             await vllm.aclose()
 
     asyncio.run(main())
-    assert seen == [{"temperature": 0.6, "top_p": 1.0, "max_tokens": 1024, "seed": 1, "json_schema": {"type": "object"}}]
+    assert seen == [
+        {"temperature": 0.6, "top_p": 1.0, "max_tokens": 1024, "seed": 1, "json_schema": {"type": "object"}}
+    ]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 import yaml
+from openai_server import ChatServer, FaultPlan
 from typer.testing import CliRunner
 
 from castdata import __version__
 from castdata.cli import app
 from castdata.rollout.store import read_trajectories
-from openai_server import ChatServer, FaultPlan
 
 _SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bad_inputs.py"
 _spec = importlib.util.spec_from_file_location("bad_inputs", _SCRIPT)
@@ -55,8 +55,15 @@ def write(path: Path, config: dict) -> Path:
 
 
 def endpoint(url: str, **changes: Any) -> dict:
-    return {"backend": "openai", "model": "m", "base_url": url, "api_key_env": KEY_ENV, "max_retries": 1,
-            "options": {"retry_backoff_s": 0.001}, **changes}
+    return {
+        "backend": "openai",
+        "model": "m",
+        "base_url": url,
+        "api_key_env": KEY_ENV,
+        "max_retries": 1,
+        "options": {"retry_backoff_s": 0.001},
+        **changes,
+    }
 
 
 def small(out: Path, **changes: Any) -> dict:
@@ -96,7 +103,10 @@ def test_limit_runs_the_first_episodes_and_a_rerun_continues(tmp_path: Path) -> 
     config = write(tmp_path / "c.yaml", small(tmp_path / "out"))
     assert invoke("collect", str(config), "--quiet", "--limit", "3").exit_code == 0
     assert sorted(r.key for r in read_trajectories(tmp_path / "out")) == [
-        ("retail", "test", 0, 0), ("retail", "test", 0, 1), ("retail", "test", 1, 0)]
+        ("retail", "test", 0, 0),
+        ("retail", "test", 0, 1),
+        ("retail", "test", 1, 0),
+    ]
     assert invoke("collect", str(config), "--quiet").exit_code == 0
     assert len(read_trajectories(tmp_path / "out")) == 6
 

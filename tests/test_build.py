@@ -62,7 +62,9 @@ def test_every_config_loads_from_the_local_folder(built: Path, manifest: dict) -
     assert set(manifest["configs"]) == set(CONFIGS)
     for config, splits in manifest["configs"].items():
         loaded = datasets.load_dataset(str(built), config, cache_dir=str(built.parent / "cache"))
-        assert {split: len(loaded[split]) for split in loaded} == {split: entry["rows"] for split, entry in splits.items()}
+        assert {split: len(loaded[split]) for split in loaded} == {
+            split: entry["rows"] for split, entry in splits.items()
+        }
         assert set(splits) == {"train", "validation", "test"}
 
 
@@ -79,10 +81,16 @@ def test_no_task_in_two_splits_and_test_only_from_benchmark_test(built: Path, ma
 
 def test_infrastructure_failures_and_doomed_labels_never_train(built: Path) -> None:
     trajectories = table(built, "trajectories").to_pydict()
-    infra = {t for t, o in zip(trajectories["trajectory_id"], trajectories["outcome"]) if o["termination_reason"] == "infrastructure_error"}
+    infra = {
+        t
+        for t, o in zip(trajectories["trajectory_id"], trajectories["outcome"])
+        if o["termination_reason"] == "infrastructure_error"
+    }
     assert infra, "the fixture run has an infrastructure failure"
     labels = table(built, "labels").to_pydict()
-    doomed = {(t, s) for t, s, after in zip(labels["trajectory_id"], labels["step"], labels["after_first_error"]) if after}
+    doomed = {
+        (t, s) for t, s, after in zip(labels["trajectory_id"], labels["step"], labels["after_first_error"]) if after
+    }
     assert doomed, "the labeler marked actions after a first error"
     for config in TRAINING:
         found = table(built, config).to_pydict()
@@ -105,11 +113,17 @@ def test_json_columns_keep_each_tool_call_its_own_arguments(built: Path) -> None
 def test_training_rows_render_through_the_qwen3_template(built: Path) -> None:
     tokenizer = build_tokenizer(default_corpus(), 3000)
     rendered = 0
-    for config, columns in (("critic_sft", ["messages"]), ("policy_sft", ["messages"]), ("policy_dpo", ["prompt", "chosen", "rejected"])):
+    for config, columns in (
+        ("critic_sft", ["messages"]),
+        ("policy_sft", ["messages"]),
+        ("policy_dpo", ["prompt", "chosen", "rejected"]),
+    ):
         for split in ("train", "validation", "test"):
             for row in rows(built, config, split):
                 messages = [m for column in columns for m in row[column]]
-                text = tokenizer.apply_chat_template(messages, tools=row.get("tools"), tokenize=False, **row["chat_template_kwargs"])
+                text = tokenizer.apply_chat_template(
+                    messages, tools=row.get("tools"), tokenize=False, **row["chat_template_kwargs"]
+                )
                 assert text.count("<|im_start|>assistant") >= 1
                 rendered += 1
     assert rendered > 100
@@ -146,7 +160,9 @@ def test_policy_rows_correct_the_first_critical_error(built: Path) -> None:
         assert row["chat_template_kwargs"] == {"enable_thinking": True}
         assert len(row["messages"]) == row["step"] + 1
         assert pair["prompt"] == row["messages"][:-1]
-        assert pair["chosen"][0]["tool_calls"] == fixed["tool_calls"] and pair["chosen"][0]["content"] == fixed["content"]
+        assert (
+            pair["chosen"][0]["tool_calls"] == fixed["tool_calls"] and pair["chosen"][0]["content"] == fixed["content"]
+        )
         assert pair["chosen"] != pair["rejected"]
     successes = [r for r in rows(built, "policy_sft", "test") if r["kind"] == "success"]
     assert successes and all(r["messages"][-1]["role"] == "assistant" for r in successes)
@@ -176,7 +192,13 @@ def test_card_front_matter_names_every_config_and_split(built: Path, manifest: d
     on_disk = {(p.parent.name, p.name.split("-")[0]) for p in built.glob("*/*.parquet")}
     listed = {(c["config_name"], f["split"]) for c in front["configs"] for f in c["data_files"]}
     assert listed == on_disk
-    assert front["license"] and front["pretty_name"] and front["tags"] and front["task_categories"] and front["size_categories"]
+    assert (
+        front["license"]
+        and front["pretty_name"]
+        and front["tags"]
+        and front["task_categories"]
+        and front["size_categories"]
+    )
 
 
 def test_card_numbers_equal_the_files(built: Path) -> None:
@@ -187,16 +209,26 @@ def test_card_numbers_equal_the_files(built: Path) -> None:
     for row in card_table(card, "### Label verdicts"):
         verdicts = table(built, "labels", row["split"])["verdict"].to_pylist()
         counts = Counter(verdicts)
-        assert [int(row[v]) for v in ("valid", "invalid", "uncertain", "total")] == [counts["valid"], counts["invalid"], counts["uncertain"], len(verdicts)]
+        assert [int(row[v]) for v in ("valid", "invalid", "uncertain", "total")] == [
+            counts["valid"],
+            counts["invalid"],
+            counts["uncertain"],
+            len(verdicts),
+        ]
     categories = Counter(c for listed in table(built, "labels")["categories"].to_pylist() for c in listed)
     assert {row["category"]: int(row["total"]) for row in card_table(card, "### Error categories")} == dict(categories)
-    assert {(r["domain"], r["benchmark split"], r["agent model"]): [r[k] for k in r if k.startswith("pass^") and r[k] != "-"] for r in card_table(card, "### pass^k")} == expected_pass_k(built)
+    assert {
+        (r["domain"], r["benchmark split"], r["agent model"]): [
+            r[k] for k in r if k.startswith("pass^") and r[k] != "-"
+        ]
+        for r in card_table(card, "### pass^k")
+    } == expected_pass_k(built)
 
 
 def test_every_trainer_the_card_names_exists_in_trl(built: Path) -> None:
     trl = pytest.importorskip("trl")
     card = (built / "README.md").read_text()
-    rows = card[card.index("| config | what a row is | TRL trainer |"):].split("\n\n")[0].splitlines()[2:]
+    rows = card[card.index("| config | what a row is | TRL trainer |") :].split("\n\n")[0].splitlines()[2:]
     named = {row.split("|")[-2].strip() for row in rows}
     assert all(hasattr(trl, name.strip("`")) for name in named if name.startswith("`")), named
     assert "PRMTrainer" not in card
@@ -206,13 +238,18 @@ def expected_pass_k(built: Path) -> dict[tuple, list[str]]:
     """pass^k computed here, independently, from the trajectories files."""
     data = table(built, "trajectories").to_pydict()
     trials: dict[tuple, list[bool]] = {}
-    for domain, split, agent, task, outcome in zip(data["domain"], data["benchmark_split"], data["agent_model"], data["task_id"], data["outcome"]):
+    for domain, split, agent, task, outcome in zip(
+        data["domain"], data["benchmark_split"], data["agent_model"], data["task_id"], data["outcome"]
+    ):
         if outcome["termination_reason"] != "infrastructure_error":
             trials.setdefault((domain, split, agent), {}).setdefault(task, []).append(outcome["reward"] == 1.0)
     found = {}
     for group, tasks in trials.items():
         n_min = min(len(t) for t in tasks.values())
-        found[group] = [f"{sum(math.comb(sum(t), k) / math.comb(len(t), k) for t in tasks.values()) / len(tasks):.4f}" for k in range(1, n_min + 1)]
+        found[group] = [
+            f"{sum(math.comb(sum(t), k) / math.comb(len(t), k) for t in tasks.values()) / len(tasks):.4f}"
+            for k in range(1, n_min + 1)
+        ]
     return found
 
 
@@ -229,7 +266,11 @@ def test_validation_accepts_the_build_and_catches_tampering(built: Path, tmp_pat
 def test_critic_balance(runs: list[Path], tmp_path: Path) -> None:
     def verdicts(options: BuildOptions) -> Counter:
         build_dataset(runs, tmp_path / "balanced", options)
-        return Counter(pq.read_table(next((tmp_path / "balanced").glob("critic_sft/train-*.parquet")), columns=["verdict"])["verdict"].to_pylist())
+        return Counter(
+            pq.read_table(next((tmp_path / "balanced").glob("critic_sft/train-*.parquet")), columns=["verdict"])[
+                "verdict"
+            ].to_pylist()
+        )
 
     natural = verdicts(OPTIONS.model_copy(update={"critic_balance": "none"}))
     assert natural["valid"] > natural["invalid"] > 0

@@ -7,8 +7,10 @@ import sys
 
 
 def test_help_is_lazy():
-    code = "import sys; from castdata.cli import app; mods = set(sys.modules); " \
-           "print(sorted(m for m in ('litellm', 'tau_trait', 'datasets', 'torch', 'polars', 'openai') if m in mods))"
+    code = (
+        "import sys; from castdata.cli import app; mods = set(sys.modules); "
+        "print(sorted(m for m in ('litellm', 'tau_trait', 'datasets', 'torch', 'polars', 'openai') if m in mods))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
     shown = subprocess.run([sys.executable, "-m", "castdata.cli", "--help"], capture_output=True, text=True, timeout=60)

@@ -29,22 +29,39 @@ def run(tmp_path: Path, **overrides) -> list:
     return read_trajectories(Path(config.out))
 
 
-@pytest.mark.parametrize("domain,split", [("retail", "train"), ("retail", "test"), ("retail", "dev"), ("airline", "test"),
-                                          ("telecom", "test"), ("telecom", "train"), ("telehealth", "test"),
-                                          ("telehealth", "train"), ("telehealth", "dev")])
+@pytest.mark.parametrize(
+    "domain,split",
+    [
+        ("retail", "train"),
+        ("retail", "test"),
+        ("retail", "dev"),
+        ("airline", "test"),
+        ("telecom", "test"),
+        ("telecom", "train"),
+        ("telehealth", "test"),
+        ("telehealth", "train"),
+        ("telehealth", "dev"),
+    ],
+)
 def test_oracle_without_mistakes_solves_every_task(tmp_path, domain, split):
     records = run(tmp_path, domains=[domain], split=split, max_steps=40)  # the careful lookups take more turns
     assert len(records) == len(load_domain(domain).tasks(split))
     failed = [(r.task_id, r.outcome) for r in records if r.outcome.reward != 1.0]
     assert failed == []
     assert not any(r.injected_mistakes for r in records)
-    ended = {r.task_id: r.outcome.termination_reason for r in records if r.outcome.termination_reason not in ("user_stop", "transfer")}
+    ended = {
+        r.task_id: r.outcome.termination_reason
+        for r in records
+        if r.outcome.termination_reason not in ("user_stop", "transfer")
+    }
     assert set(ended.values()) <= {"too_many_errors"}  # gold solutions with many failing calls (known issues)
 
 
 @pytest.mark.parametrize("kind", ["wrong_argument", "wrong_tool", "premature_end", "missing_output"])
 def test_outcome_breaking_mistakes_fail_the_episode(tmp_path, kind):
-    records = run(tmp_path, domains=["retail"], split="test", tasks="0-59", agent={"options": {"mistakes": {kind: 1.0}}})
+    records = run(
+        tmp_path, domains=["retail"], split="test", tasks="0-59", agent={"options": {"mistakes": {kind: 1.0}}}
+    )
     breaking = [r for r in records if any(m.kind == kind and m.outcome_breaking for m in r.injected_mistakes)]
     assert len(breaking) >= 10
     for record in records:  # recorded as outcome-breaking exactly when the episode fails
@@ -53,7 +70,9 @@ def test_outcome_breaking_mistakes_fail_the_episode(tmp_path, kind):
 
 def test_injected_mistakes_match_what_happened(tmp_path):
     mistakes = {kind: 0.3 for kind in MISTAKE_KINDS}
-    records = run(tmp_path, domains=["retail", "telehealth"], split="test", trials=2, agent={"options": {"mistakes": mistakes}})
+    records = run(
+        tmp_path, domains=["retail", "telehealth"], split="test", trials=2, agent={"options": {"mistakes": mistakes}}
+    )
     seen = set()
     for record in records:
         domain = load_domain(record.domain)
@@ -76,14 +95,18 @@ def test_injected_mistakes_match_what_happened(tmp_path):
                 assert old != new and repr(_at(call["arguments"], key)) == new
             elif mistake.kind == "wrong_tool":
                 assert domain.tool_kind(call["name"]) == "write"
-                assert mistake.detail.startswith(f"called {call['name']} instead of ") and not mistake.detail.endswith(call["name"])
+                assert mistake.detail.startswith(f"called {call['name']} instead of ") and not mistake.detail.endswith(
+                    call["name"]
+                )
             elif mistake.kind in ("premature_end", "missing_output"):
                 assert "content" in message and not message.get("tool_calls")
                 assert record.messages[mistake.step + 1]["content"].endswith("###STOP###")
             elif mistake.kind == "misread_observation":
                 right, wrong = mistake.detail.split(": ", 1)[1].split(" -> ")
                 assert wrong in message["content"] and right not in message["content"]
-                assert any(right in (m["content"] or "") for m in record.messages[:mistake.step] if m["role"] == "tool")
+                assert any(
+                    right in (m["content"] or "") for m in record.messages[: mistake.step] if m["role"] == "tool"
+                )
             elif mistake.kind == "wrong_refusal":
                 assert message["content"].startswith("I'm sorry, but I can't")
             elif mistake.kind == "partial_plan":
@@ -92,11 +115,13 @@ def test_injected_mistakes_match_what_happened(tmp_path):
                 assert repr(left_out) not in json.dumps(call["arguments"][key])
             elif mistake.kind == "wrong_order":
                 blocked = mistake.detail.split(" before ")[1]
-                later = [m for m in record.messages[mistake.step:] if m["role"] == "tool" and m["name"] == blocked]
+                later = [m for m in record.messages[mistake.step :] if m["role"] == "tool" and m["name"] == blocked]
                 assert domain.tool_kind(call["name"]) == "write" and later and later[0]["content"].startswith("Error")
             elif mistake.kind == "guessed_id":
                 token = mistake.detail.split(" without ")[0]
-                earlier = [m["content"] or "" for m in record.messages[1:mistake.step] if m["role"] in ("user", "tool")]
+                earlier = [
+                    m["content"] or "" for m in record.messages[1 : mistake.step] if m["role"] in ("user", "tool")
+                ]
                 assert token in json.dumps(message) and not any(token in text for text in earlier)
     assert seen == set(MISTAKE_KINDS)
 
@@ -112,8 +137,9 @@ def test_user_deviation_asks_for_more_and_the_oracle_serves_it(tmp_path):
         assert mistake.kind == "user_deviation" and message["role"] == "user" and message["content"] == mistake.detail
         order = mistake.detail.rsplit(" ", 1)[1].rstrip(".")
         assert order not in record.privileged.instruction
-        cancels = [i for i, a in actions_of(record)
-                   if a.name == "cancel_pending_order" and a.kwargs["order_id"] == order]
+        cancels = [
+            i for i, a in actions_of(record) if a.name == "cancel_pending_order" and a.kwargs["order_id"] == order
+        ]
         assert cancels and cancels[0] > mistake.step
         assert mistake.outcome_breaking and record.outcome.reward == 0.0
     assert all(r.outcome.reward == 1.0 for r in records if not r.injected_mistakes)
@@ -130,19 +156,39 @@ def _at(arguments: dict, key: str):
 def test_same_seed_same_episodes(tmp_path):
     mistakes = {kind: 0.2 for kind in MISTAKE_KINDS}
     first = run(tmp_path / "a", domains=["retail"], tasks="0-9", trials=2, agent={"options": {"mistakes": mistakes}})
-    second = run(tmp_path / "b", domains=["retail"], tasks="0-9", trials=2, agent={"options": {"mistakes": mistakes}}, concurrency=3)
-    strip = lambda r: r.model_dump(mode="json", exclude={"started_at": True, "ended_at": True, "meta": {"__all__": {"t"}}})  # noqa: E731
-    assert [strip(r) for r in sorted(first, key=lambda r: r.id)] == [strip(r) for r in sorted(second, key=lambda r: r.id)]
-    other = run(tmp_path / "c", domains=["retail"], tasks="0-9", trials=2, seed=1, agent={"options": {"mistakes": mistakes}})
-    assert [r.messages for r in sorted(other, key=lambda r: r.id)] != [r.messages for r in sorted(first, key=lambda r: r.id)]
+    second = run(
+        tmp_path / "b",
+        domains=["retail"],
+        tasks="0-9",
+        trials=2,
+        agent={"options": {"mistakes": mistakes}},
+        concurrency=3,
+    )
+
+    def strip(r):
+        return r.model_dump(mode="json", exclude={"started_at": True, "ended_at": True, "meta": {"__all__": {"t"}}})
+
+    assert [strip(r) for r in sorted(first, key=lambda r: r.id)] == [
+        strip(r) for r in sorted(second, key=lambda r: r.id)
+    ]
+    other = run(
+        tmp_path / "c", domains=["retail"], tasks="0-9", trials=2, seed=1, agent={"options": {"mistakes": mistakes}}
+    )
+    assert [r.messages for r in sorted(other, key=lambda r: r.id)] != [
+        r.messages for r in sorted(first, key=lambda r: r.id)
+    ]
 
 
 def test_several_splits_with_a_selection_per_domain_and_split(tmp_path):
     tasks = {"retail/train": "0-2", "retail/test": [5], "test": "0-1"}
     records = run(tmp_path, domains=["retail", "telehealth"], split=["train", "test"], tasks=tasks)
     assert sorted((r.domain, r.split, r.task_id) for r in records) == [
-        ("retail", "test", 5), ("retail", "train", 0), ("retail", "train", 1), ("retail", "train", 2),
-        ("telehealth", "test", 0), ("telehealth", "test", 1),
+        ("retail", "test", 5),
+        ("retail", "train", 0),
+        ("retail", "train", 1),
+        ("retail", "train", 2),
+        ("telehealth", "test", 0),
+        ("telehealth", "test", 1),
     ]
 
 
@@ -155,16 +201,32 @@ def test_record_shape_follows_the_openai_chat_format(tmp_path):
             call = message["tool_calls"][0]
             assert call["type"] == "function" and isinstance(call["function"]["arguments"], dict)
             reply = record.messages[i + 1]
-            assert reply["role"] == "tool" and reply["tool_call_id"] == call["id"] and reply["name"] == call["function"]["name"]
+            assert (
+                reply["role"] == "tool"
+                and reply["tool_call_id"] == call["id"]
+                and reply["name"] == call["function"]["name"]
+            )
     line = json.loads(record.to_json())
     assert line["schema"] == "castdata.trajectory/1"
-    assert set(line["privileged"]) == {"user_id", "instruction", "gold_actions", "required_outputs",
-                                       "user_gold_actions"}
+    assert set(line["privileged"]) == {
+        "user_id",
+        "instruction",
+        "gold_actions",
+        "required_outputs",
+        "user_gold_actions",
+    }
     assert record.privileged.instruction not in json.dumps(record.messages)
 
 
 def write_config(path: Path, **values) -> Path:
-    base = {"domains": ["retail"], "split": "train", "tasks": "all", "trials": 2, "concurrency": 8, "out": str(path.parent / "run")}
+    base = {
+        "domains": ["retail"],
+        "split": "train",
+        "tasks": "all",
+        "trials": 2,
+        "concurrency": 8,
+        "out": str(path.parent / "run"),
+    }
     path.write_text(yaml.safe_dump({**base, **values}))
     return path
 
@@ -172,7 +234,9 @@ def write_config(path: Path, **values) -> Path:
 def test_resume_after_sigkill_gives_every_episode_once(tmp_path):
     config = write_config(tmp_path / "c.yaml", trials=3)
     out = tmp_path / "run"
-    proc = subprocess.Popen([*CASTDATA, "collect", str(config), "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*CASTDATA, "collect", str(config), "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     target = out / "trajectories" / "retail.train.jsonl"
     deadline = time.time() + 60
     while time.time() < deadline and (not target.exists() or target.stat().st_size < 200_000):
@@ -199,11 +263,17 @@ def test_repair_cuts_a_torn_last_line(tmp_path):
 
 def test_changed_config_is_refused_unless_forced(tmp_path):
     config = write_config(tmp_path / "c.yaml", tasks="0-1", trials=1)
-    assert subprocess.run([*CASTDATA, "collect", str(config), "--quiet"], capture_output=True, timeout=120).returncode == 0
+    assert (
+        subprocess.run([*CASTDATA, "collect", str(config), "--quiet"], capture_output=True, timeout=120).returncode == 0
+    )
     changed = write_config(tmp_path / "c.yaml", tasks="0-1", trials=2)
-    refused = subprocess.run([*CASTDATA, "collect", str(changed), "--quiet"], capture_output=True, text=True, timeout=120)
+    refused = subprocess.run(
+        [*CASTDATA, "collect", str(changed), "--quiet"], capture_output=True, text=True, timeout=120
+    )
     assert refused.returncode == 2 and "different config" in refused.stderr and "--force" in refused.stderr
-    forced = subprocess.run([*CASTDATA, "collect", str(changed), "--quiet", "--force"], capture_output=True, text=True, timeout=120)
+    forced = subprocess.run(
+        [*CASTDATA, "collect", str(changed), "--quiet", "--force"], capture_output=True, text=True, timeout=120
+    )
     assert forced.returncode == 0
     assert len(read_trajectories(tmp_path / "run")) == 4
 
@@ -216,13 +286,22 @@ def test_changed_config_is_refused_unless_forced(tmp_path):
         ({"trials": 0}, "trials: Input should be greater than or equal to 1"),
         ({"trails": 3}, "trails: unknown key; allowed: domains, split, tasks, trials"),
         ({"tasks": [3, 900]}, "tasks: task id 900 out of range for retail/train; allowed: 0..499"),
-        ({"tasks": {"retail/train": "0-2", "test": "7-200"}, "split": ["train", "test"]},
-         "tasks: task id 120 out of range for retail/test; allowed: 0..119"),
-        ({"agent": {"backend": "scripted", "temprature": 0.5}}, "agent.temprature: unknown key; allowed: backend, model"),
-        ({"agent": {"options": {"mistakes": {"guesed_id": 0.1}}}},
-         "agent.options.mistakes.guesed_id: unknown mistake kind; allowed: wrong_argument,"),
-        ({"user": {"options": {"mistakes": {"wrong_order": 0.1}}}},
-         "user.options.mistakes.wrong_order: unknown mistake kind; allowed: user_deviation"),
+        (
+            {"tasks": {"retail/train": "0-2", "test": "7-200"}, "split": ["train", "test"]},
+            "tasks: task id 120 out of range for retail/test; allowed: 0..119",
+        ),
+        (
+            {"agent": {"backend": "scripted", "temprature": 0.5}},
+            "agent.temprature: unknown key; allowed: backend, model",
+        ),
+        (
+            {"agent": {"options": {"mistakes": {"guesed_id": 0.1}}}},
+            "agent.options.mistakes.guesed_id: unknown mistake kind; allowed: wrong_argument,",
+        ),
+        (
+            {"user": {"options": {"mistakes": {"wrong_order": 0.1}}}},
+            "user.options.mistakes.wrong_order: unknown mistake kind; allowed: user_deviation",
+        ),
         ({"user": {"options": {"deviation": 0.1}}}, "user.options.deviation: unknown option; allowed: mistakes"),
     ],
 )

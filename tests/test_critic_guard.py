@@ -37,7 +37,9 @@ def episode(task: int, mistakes: dict[str, float], guard: Guard | None, seed: in
     agent = open_backend(agent_spec)
     if guard is not None:
         agent = GuardedBackend(agent, guard)
-    return asyncio.run(run_episode(domain, domain.task("test", task), 0, seed, agent, open_backend(USER), agent_spec, USER))
+    return asyncio.run(
+        run_episode(domain, domain.task("test", task), 0, seed, agent, open_backend(USER), agent_spec, USER)
+    )
 
 
 def test_the_database_never_sees_an_intercepted_write(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,7 +60,10 @@ def test_the_database_never_sees_an_intercepted_write(monkeypatch: pytest.Monkey
     for interception in record.interceptions:
         call = interception.proposed["tool_calls"][0]["function"]
         assert (call["name"], call["arguments"]) not in executed
-        assert record.messages[interception.step]["tool_calls"][0]["function"] == interception.revised["tool_calls"][0]["function"]
+        assert (
+            record.messages[interception.step]["tool_calls"][0]["function"]
+            == interception.revised["tool_calls"][0]["function"]
+        )
     assert [m.intercepted for m in record.injected_mistakes] == [True] * len(record.injected_mistakes)
 
 
@@ -83,10 +88,16 @@ def test_the_guard_judges_writes_or_every_action(scope: str) -> None:
     acted = dict(actions_of(record))
     kinds = {load_domain("retail").tool_kind(acted[step].name) for step in judged}
     assert kinds == ({"write"} if scope == "writes" else {"write", "read", "unknown"})  # `respond` is no tool: unknown
-    assert len(judged) == (sum(1 for a in acted.values() if load_domain("retail").tool_kind(a.name) == "write") if scope == "writes" else len(acted))
+    assert len(judged) == (
+        sum(1 for a in acted.values() if load_domain("retail").tool_kind(a.name) == "write")
+        if scope == "writes"
+        else len(acted)
+    )
 
 
-@pytest.mark.parametrize("kind", ["no_confirmation", "before_auth", "two_tool_calls", "premature_end", "missing_output"])
+@pytest.mark.parametrize(
+    "kind", ["no_confirmation", "before_auth", "two_tool_calls", "premature_end", "missing_output"]
+)
 def test_the_oracle_plays_the_gold_way_when_a_mistake_is_sent_back(kind: str) -> None:
     """Every kind of injected mistake has a gold revision (here every action is sent back once)."""
     records = [episode(task, {kind: 1.0}, Guard(AlwaysInvalid(), scope="all", max_revisions=1)) for task in range(6)]

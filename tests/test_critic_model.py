@@ -31,7 +31,11 @@ def critique(verdict: str, assessment: str = "Judged from the conversation.") ->
         "severity": "none" if verdict == "valid" else "critical",
         "policy_refs": [],
         "evidence": [],
-        "rationale": {"observed": "The agent proposed an action.", "required": "Follow the policy.", "assessment": assessment},
+        "rationale": {
+            "observed": "The agent proposed an action.",
+            "required": "Follow the policy.",
+            "assessment": assessment,
+        },
         "expected_action": None,
         "verdict": verdict,
     }
@@ -56,7 +60,11 @@ def test_the_critic_prompt_is_the_critic_sft_rows_prompt(tmp_path: Path) -> None
 def test_critiques_parse_and_the_schema_lists_the_taxonomy() -> None:
     text = json.dumps(critique("invalid", "Wrong order id."))
     parsed = parse_critique(f"<think>\n</think>\n{text}")
-    assert parsed.verdict == "invalid" and parsed.structured.rationale.assessment == "Wrong order id." and parsed.text == text
+    assert (
+        parsed.verdict == "invalid"
+        and parsed.structured.rationale.assessment == "Wrong order id."
+        and parsed.text == text
+    )
     assert parse_critique("I think this is fine.").verdict is None
     assert parse_critique(json.dumps({**critique("valid"), "verdict": "maybe"})).verdict is None
     schema = critique_schema()
@@ -83,7 +91,9 @@ def test_a_critic_model_served_over_http_guards_the_policy(tmp_path: Path) -> No
     mistakes = {"wrong_argument": 0.5, "no_confirmation": 0.3}
     with ChatServer(confirmed_writes_only) as server:
         critic = {"backend": "openai", "model": "critic", "base_url": server.base_url, "max_retries": 0}
-        config = EvalConfig(domains=["retail"], tasks="0-9", trials=2, agent={"options": {"mistakes": mistakes}}, critic=critic)
+        config = EvalConfig(
+            domains=["retail"], tasks="0-9", trials=2, agent={"options": {"mistakes": mistakes}}, critic=critic
+        )
         comparison = run_eval(config, tmp_path, show_progress=False)
         assert server.stats.outcomes["ok"] > 0
     records = read_trajectories(tmp_path / "with_critic")
@@ -101,4 +111,7 @@ def test_a_critic_spec_renders_without_thinking_by_default() -> None:
         spec = ModelSpec(backend="openai", model="critic", base_url=server.base_url)
         assert open_critic(spec).backend.spec.chat_template_kwargs == critic_rows.CHAT_TEMPLATE_KWARGS
         kept = {"enable_thinking": True}
-        assert open_critic(spec.model_copy(update={"chat_template_kwargs": kept})).backend.spec.chat_template_kwargs == kept
+        assert (
+            open_critic(spec.model_copy(update={"chat_template_kwargs": kept})).backend.spec.chat_template_kwargs
+            == kept
+        )

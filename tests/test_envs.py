@@ -31,9 +31,11 @@ def test_every_domain_and_split_loads():
 
 
 def test_importing_domains_does_not_import_litellm_or_need_a_key():
-    code = "import sys, os; os.environ.pop('OPENAI_API_KEY', None)\n" \
-           "from castdata.envs import load_domain; load_domain('retail').tasks('test')\n" \
-           "assert 'litellm' not in sys.modules and 'OPENAI_API_KEY' not in os.environ; print('ok')"
+    code = (
+        "import sys, os; os.environ.pop('OPENAI_API_KEY', None)\n"
+        "from castdata.envs import load_domain; load_domain('retail').tasks('test')\n"
+        "assert 'litellm' not in sys.modules and 'OPENAI_API_KEY' not in os.environ; print('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
 
@@ -55,7 +57,9 @@ def test_tool_classification_by_gold_replay():
                 if kind == "read":
                     assert not changed, (task.domain, task.index, action.name)
                 else:
-                    changed_by[(task.domain, action.name)] = changed_by.get((task.domain, action.name), 0) + int(changed)
+                    changed_by[(task.domain, action.name)] = changed_by.get((task.domain, action.name), 0) + int(
+                        changed
+                    )
     never = {key for key, count in changed_by.items() if count == 0}
     assert never == set()
     declared = {(d, name) for d in DOMAINS for name in load_domain(d).catalog.write_tools}
@@ -67,7 +71,9 @@ def test_telecom_writes_change_data():
     customer = next(iter(domain.base.tables["customers"].blobs))
     db = domain.new_database()
     before = db.changes()
-    result = domain.execute(db, "manage_service", {"customer_id": customer, "action": "add", "service_id": "mobile_senior"})
+    result = domain.execute(
+        db, "manage_service", {"customer_id": customer, "action": "add", "service_id": "mobile_senior"}
+    )
     assert result.ok, result.observation
     assert db.changes() != before
     listing = domain.new_database()
@@ -94,9 +100,15 @@ def _tau_trait_rewards(domain_name: str, split: str, sample_perturbed: int) -> l
     rows = []
     for task in domain.tasks(split):
         said = [" ".join(task.outputs)]
-        gold = tau_trait_reward(env, task.index, [(a.name, a.kwargs) for a in task.actions if a.name != "respond"], said)
+        gold = tau_trait_reward(
+            env, task.index, [(a.name, a.kwargs) for a in task.actions if a.name != "respond"], said
+        )
         perturbed = perturbed_write(domain, task) if task.index % sample_perturbed == 0 else None
-        bad = None if perturbed is None else tau_trait_reward(env, task.index, [(a.name, a.kwargs) for a in perturbed], said)
+        bad = (
+            None
+            if perturbed is None
+            else tau_trait_reward(env, task.index, [(a.name, a.kwargs) for a in perturbed], said)
+        )
         rows.append((task.index, gold, bad))
     return rows
 
@@ -107,7 +119,13 @@ def test_tau_trait_agrees_on_every_gold_replay_and_on_perturbed_writes():
     with ProcessPoolExecutor(max_workers=2) as pool:
         futures = {job: pool.submit(_tau_trait_rewards, *job, 8) for job in jobs}
         results = {job: future.result(timeout=900) for job, future in futures.items()}
-    known = {(i.domain, i.split, i.task_id) for name in DOMAINS for s in load_domain(name).splits() for i in gold_issues(name, s) if i.tau_trait_scores_zero}
+    known = {
+        (i.domain, i.split, i.task_id)
+        for name in DOMAINS
+        for s in load_domain(name).splits()
+        for i in gold_issues(name, s)
+        if i.tau_trait_scores_zero
+    }
     perturbed_checked = 0
     for (name, split), rows in results.items():
         for task_id, gold, bad in rows:

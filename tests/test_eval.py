@@ -22,14 +22,19 @@ COLLECTION = {
     "split": "test",
     "tasks": "0-9",
     "trials": 2,
-    "agent": {"options": {"mistakes": {"wrong_argument": 0.4, "wrong_tool": 0.3, "no_confirmation": 0.2, "before_auth": 0.2}}},
+    "agent": {
+        "options": {"mistakes": {"wrong_argument": 0.4, "wrong_tool": 0.3, "no_confirmation": 0.2, "before_auth": 0.2}}
+    },
 }
 REPLAY_CRITIC = {"backend": "scripted", "model": "replay-critic"}
 
 
 def same_episodes(a: Path, b: Path) -> bool:
     """Whether two runs hold the same episodes (timestamps aside)."""
-    strip = lambda r: r.model_dump(mode="json", exclude={"started_at": True, "ended_at": True, "meta": {"__all__": {"t"}}})  # noqa: E731
+
+    def strip(r):
+        return r.model_dump(mode="json", exclude={"started_at": True, "ended_at": True, "meta": {"__all__": {"t"}}})
+
     return [strip(r) for r in read_trajectories(a)] == [strip(r) for r in read_trajectories(b)]
 
 
@@ -77,12 +82,18 @@ def test_intercepted_proposals_are_recorded_beside_the_executed_transcript(evalu
 
 def test_eval_cli_prints_pass_k_side_by_side_and_refuses_bad_configs(tmp_path: Path) -> None:
     config = tmp_path / "eval.yaml"
-    config.write_text(yaml.safe_dump({**COLLECTION, "tasks": "0-1", "critic": REPLAY_CRITIC, "out": str(tmp_path / "out")}))
+    config.write_text(
+        yaml.safe_dump({**COLLECTION, "tasks": "0-1", "critic": REPLAY_CRITIC, "out": str(tmp_path / "out")})
+    )
     shown = subprocess.run([*CASTDATA, "eval", str(config), "--quiet"], capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     assert "without critic" in shown.stdout and "with critic" in shown.stdout and "interceptions:" in shown.stdout
 
-    config.write_text(yaml.safe_dump({**COLLECTION, "critic": {"backend": "scripted", "model": "noisy-oracle"}, "out": str(tmp_path / "bad")}))
+    config.write_text(
+        yaml.safe_dump(
+            {**COLLECTION, "critic": {"backend": "scripted", "model": "noisy-oracle"}, "out": str(tmp_path / "bad")}
+        )
+    )
     refused = subprocess.run([*CASTDATA, "eval", str(config), "--quiet"], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "critic.model: the scripted critic is 'replay-critic'" in refused.stderr

@@ -31,7 +31,10 @@ class Lookup:
     """A test critic answering from the labels of the actions it is shown (`answer(label)` -> Critique)."""
 
     def __init__(self, run: Path, answer) -> None:
-        self.labels = {self.key(e.trajectory.domain, e.trajectory.task_id, e.trajectory.seed, label.step): label for e, label in cases(labelled_episodes(run, "test"))}
+        self.labels = {
+            self.key(e.trajectory.domain, e.trajectory.task_id, e.trajectory.seed, label.step): label
+            for e, label in cases(labelled_episodes(run, "test"))
+        }
         self.answer = answer
 
     @staticmethod
@@ -72,8 +75,17 @@ def test_a_perfect_critic_and_two_trivial_ones(labelled) -> None:
     errors = {e.trajectory.id: label.step for e, label in judged if label.first_critical_error}
 
     perfect = evaluate_critic(Lookup(run, structured), run)  # the labels' own structured rationales
-    assert perfect["accuracy"] == 1.0 and perfect["invalid"] == {"support": support, "flagged": support, "precision": 1.0, "recall": 1.0, "f1": 1.0}
-    assert perfect["first_error"] == {"episodes": len(errors), "located": len(errors), "accuracy": 1.0} and len(errors) >= 5
+    assert perfect["accuracy"] == 1.0 and perfect["invalid"] == {
+        "support": support,
+        "flagged": support,
+        "precision": 1.0,
+        "recall": 1.0,
+        "f1": 1.0,
+    }
+    assert (
+        perfect["first_error"] == {"episodes": len(errors), "located": len(errors), "accuracy": 1.0}
+        and len(errors) >= 5
+    )
     assert perfect["grounding"] == {"checked": perfect["cases"], "failing": 0, "rate": 0.0, "reasons": {}}
 
     lenient = evaluate_critic(Lookup(run, lambda label: Critique("valid", "")), run)
@@ -81,7 +93,9 @@ def test_a_perfect_critic_and_two_trivial_ones(labelled) -> None:
     assert lenient["invalid"] == {"support": support, "flagged": 0, "precision": None, "recall": 0.0, "f1": 0.0}
     assert lenient["first_error"]["located"] == 0
 
-    strict = evaluate_critic(Lookup(run, lambda label: Critique("invalid", "")), run)  # unstructured: every flag is critical
+    strict = evaluate_critic(
+        Lookup(run, lambda label: Critique("invalid", "")), run
+    )  # unstructured: every flag is critical
     assert strict["invalid"]["precision"] == round(support / len(judged), 4) and strict["invalid"]["recall"] == 1.0
     assert strict["first_error"]["located"] == sum(1 for key, step in errors.items() if first_steps[key] == step)
 
@@ -100,7 +114,12 @@ def test_eval_critic_cli(labelled, tmp_path: Path) -> None:
     _, dataset = labelled
     config = tmp_path / "critic.yaml"
     config.write_text(yaml.safe_dump({"critic": {"backend": "scripted", "model": "replay-critic"}}))
-    shown = subprocess.run([*CASTDATA, "eval-critic", str(config), str(dataset), "--json", "--limit", "50"], capture_output=True, text=True, timeout=120)
+    shown = subprocess.run(
+        [*CASTDATA, "eval-critic", str(config), str(dataset), "--json", "--limit", "50"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["cases"] == 50
 
@@ -109,9 +128,13 @@ def test_eval_critic_cli(labelled, tmp_path: Path) -> None:
         ([str(config), str(dataset), "--split", "dev"], "no 'dev' split"),
     ]:
         refused = subprocess.run([*CASTDATA, "eval-critic", *args], capture_output=True, text=True, timeout=120)
-        assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and expected in refused.stderr, refused.stderr
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and expected in refused.stderr, (
+            refused.stderr
+        )
     config.write_text(yaml.safe_dump({"domains": ["retail"]}))
-    refused = subprocess.run([*CASTDATA, "eval-critic", str(config), str(dataset)], capture_output=True, text=True, timeout=120)
+    refused = subprocess.run(
+        [*CASTDATA, "eval-critic", str(config), str(dataset)], capture_output=True, text=True, timeout=120
+    )
     assert refused.returncode == 2 and "critic: required" in refused.stderr
 
 
@@ -127,4 +150,6 @@ def test_a_tiny_qwen3_critic_is_evaluated_end_to_end(labelled, tmp_path: Path) -
     critic = open_critic(ModelSpec(backend="transformers", model=str(model), sampling=Sampling(max_tokens=8)))
     result = evaluate_critic(critic, run, limit=2)
 
-    assert result["cases"] == 2 and result["unparseable"] == 2 and result["accuracy"] == 0.0  # random weights write no JSON
+    assert (
+        result["cases"] == 2 and result["unparseable"] == 2 and result["accuracy"] == 0.0
+    )  # random weights write no JSON

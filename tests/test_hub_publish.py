@@ -25,7 +25,7 @@ from castdata.build.options import BuildOptions
 REPO = "castdata/demo"
 TOKEN = "hf_castdataLoopbackSecret0123456789"
 
-CLIENT = r'''
+CLIENT = r"""
 import json, sys
 from pathlib import Path
 
@@ -93,7 +93,7 @@ res["download"] = cli("download", REPO, "--version", "1.0.0", "--config", "criti
 res["downloaded"] = sorted(str(p.relative_to(work / "dl")) for p in (work / "dl").rglob("*") if p.is_file() and ".cache" not in p.parts)
 res["download_missing"] = cli("download", REPO, "--version", "9.9.9")
 out.write_text(json.dumps(res))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,9 @@ def hub(tmp_path_factory: pytest.TempPathFactory):
 def seen(hub: HubServer, releases: Path) -> dict:
     out = releases / "seen.json"
     env = hub_env(hub.url, releases / "hf_home", TOKEN)
-    proc = subprocess.run([sys.executable, "-c", CLIENT, str(releases), str(out)], env=env, capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-c", CLIENT, str(releases), str(out)], env=env, capture_output=True, text=True, timeout=240
+    )
     assert proc.returncode == 0, proc.stderr[-6000:]
     return {**json.loads(out.read_text()), "stderr": proc.stderr, "stdout": proc.stdout}
 
@@ -213,6 +215,9 @@ def test_an_unreachable_hub_or_a_missing_token_is_one_line(case: str, releases: 
     command = [sys.executable, "-m", "castdata.cli", *args]
     shown = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert shown.returncode == 2 and len(shown.stderr.splitlines()) == 1, shown.stderr[-3000:]
-    expected = {"dead endpoint": "cannot reach the Hub at http://127.0.0.1:9", "offline": "(HF_HUB_OFFLINE is set)",
-                "no token": "no Hub token; set HF_TOKEN or run `hf auth login`"}[case]
+    expected = {
+        "dead endpoint": "cannot reach the Hub at http://127.0.0.1:9",
+        "offline": "(HF_HUB_OFFLINE is set)",
+        "no token": "no Hub token; set HF_TOKEN or run `hf auth login`",
+    }[case]
     assert shown.stderr.startswith(f"error: {REPO}: ") and expected in shown.stderr and TOKEN not in shown.stderr

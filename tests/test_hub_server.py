@@ -15,7 +15,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from hub_server import HubServer
 
 REPO = "castdata/demo"
@@ -162,9 +161,7 @@ def seen(hub: HubServer, tmp_path_factory: pytest.TempPathFactory) -> dict:
     work = tmp_path_factory.mktemp("client")
     out = work / "results.json"
     args = [str(Path(__file__).parent), hub.url, str(work), str(out)]
-    proc = subprocess.run(
-        [sys.executable, "-c", CLIENT_SCRIPT, *args], capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-c", CLIENT_SCRIPT, *args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-6000:]
     return json.loads(out.read_text())
 

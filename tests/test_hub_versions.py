@@ -22,7 +22,15 @@ def test_anything_else_is_refused(text: str) -> None:
 
 def test_releases_sort_by_precedence() -> None:
     versions = ["1.10.0", "1.2.0", "1.2.0-rc.2", "0.9.9", "1.2.0-rc.10", "1.2.0-beta", "2.0.0"]
-    assert sorted(versions, key=version_key) == ["0.9.9", "1.2.0-beta", "1.2.0-rc.2", "1.2.0-rc.10", "1.2.0", "1.10.0", "2.0.0"]
+    assert sorted(versions, key=version_key) == [
+        "0.9.9",
+        "1.2.0-beta",
+        "1.2.0-rc.2",
+        "1.2.0-rc.10",
+        "1.2.0",
+        "1.10.0",
+        "2.0.0",
+    ]
 
 
 def test_repo_ids() -> None:

@@ -45,14 +45,21 @@ def test_every_entry_is_imported_or_refused_with_a_reason(retail_run):
     assert [r["task_id"] for r in leaked["refused"]] == [60]
     assert leaked["refused"][0]["reason"].startswith("no task recorded (the harness failed: ('Connection aborted.'")
     assert manifest["missing"] and "timestamps" in manifest["missing"] and len(sources[RETAIL.name]["sha256"]) == 64
-    assert manifest["counts"] == {"episodes": 58, "reproduced": 42, "not_reproduced": 16, "infrastructure_error": 0,
-                                  "successes": 16}
+    assert manifest["counts"] == {
+        "episodes": 58,
+        "reproduced": 42,
+        "not_reproduced": 16,
+        "infrastructure_error": 0,
+        "successes": 16,
+    }
 
 
 def test_rewards_are_recomputed_never_taken_from_the_file(retail_run):
     records = {t.id: t for t in read_trajectories(retail_run)}
     recorded = {f"retail.test.{e['task_id']}.{e['trial']}": e["reward"] for e in _entries(RETAIL)}
-    claimed_but_failed = [i for i, t in records.items() if i in recorded and recorded[i] == 1.0 and t.outcome.reward == 0.0]
+    claimed_but_failed = [
+        i for i, t in records.items() if i in recorded and recorded[i] == 1.0 and t.outcome.reward == 0.0
+    ]
     assert len(claimed_but_failed) >= 10  # the fork's reward is wrong for these; the replay says so
     exchange = records["retail.test.23.23"]  # "modified" an item into itself: recorded 1, a no-op write
     assert exchange.imported.source_reward == 1.0 and exchange.outcome.reward == 0.0 and not exchange.outcome.db_match
@@ -64,7 +71,11 @@ def test_episodes_that_do_not_reproduce_are_kept_marked_and_never_counted(retail
     records = {t.id: t for t in read_trajectories(retail_run)}
     leaked = records["retail.test.11.11"]  # the harness had already returned this order in another episode
     mark = leaked.imported
-    assert not mark.reproduced and mark.first_mismatch.step == 18 and mark.first_mismatch.tool == "return_delivered_order_items"
+    assert (
+        not mark.reproduced
+        and mark.first_mismatch.step == 18
+        and mark.first_mismatch.tool == "return_delivered_order_items"
+    )
     assert "non-delivered order cannot be returned" in mark.first_mismatch.recorded
     assert not leaked.counts_for_pass_k
     assert sum(not t.imported.reproduced for t in records.values()) == 16
@@ -73,7 +84,9 @@ def test_episodes_that_do_not_reproduce_are_kept_marked_and_never_counted(retail
     assert any(tool["function"]["name"] == "get_input_from_user" for tool in extra.tools)
     manifest = json.loads((retail_run / "manifest.json").read_text())
     assert manifest["extra_tools"] == ["get_input_from_user"]
-    assert {item["id"] for item in manifest["not_reproduced"]} == {i for i, t in records.items() if not t.imported.reproduced}
+    assert {item["id"] for item in manifest["not_reproduced"]} == {
+        i for i, t in records.items() if not t.imported.reproduced
+    }
 
     run = tmp_path / "run"
     shutil.copytree(retail_run, run)
@@ -112,7 +125,7 @@ def test_importing_twice_adds_nothing_and_a_clashing_file_is_refused(tmp_path):
     assert [s["already_imported"] for s in again["sources"]] == [58] and again["counts"]["episodes"] == 58
 
     renamed = tmp_path / "another-run.json"
-    renamed.write_text(json.dumps(_entries(AIRLINE)[:3] + [{"not": "an episode"}]))
+    renamed.write_text(json.dumps([*_entries(AIRLINE)[:3], {"not": "an episode"}]))
     clash = import_tau_bench([renamed], out, "airline")
     refused = next(s for s in clash["sources"] if s["name"] == renamed.name)["refused"]
     assert len(refused) == 4 and "--trial-offset" in refused[0]["reason"] and "not an episode" in refused[3]["reason"]
@@ -136,7 +149,7 @@ def test_two_runs_holding_the_same_episodes_build_each_once(tmp_path):
 def test_bad_input_is_one_clear_error(tmp_path):
     text = tmp_path / "notes.json"
     text.write_text("{not json")
-    with pytest.raises(InputError, match="notes.json: not a tau-bench result file"):
+    with pytest.raises(InputError, match=r"notes\.json: not a tau-bench result file"):
         import_tau_bench([text], tmp_path / "out", "retail")
     assert not (tmp_path / "out").exists()
     with pytest.raises(UnknownName, match="domain"):
@@ -150,11 +163,43 @@ def test_bad_input_is_one_clear_error(tmp_path):
 
 def test_the_command_line(tmp_path):
     out = tmp_path / "run"
-    done = subprocess.run([sys.executable, "-m", "castdata.cli", "import", "tau-bench", str(AIRLINE), "--out", str(out),
-                           "--domain", "airline", "--agent-model", "gpt-4o"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "castdata.cli",
+            "import",
+            "tau-bench",
+            str(AIRLINE),
+            "--out",
+            str(out),
+            "--domain",
+            "airline",
+            "--agent-model",
+            "gpt-4o",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert f"{AIRLINE.name}: 58 imported, 0 already there, 0 refused" in done.stdout
     assert read_trajectories(out)[0].agent.model == "gpt-4o"
-    bad = subprocess.run([sys.executable, "-m", "castdata.cli", "import", "tau-bench", str(tmp_path / "none.json"),
-                          "--out", str(out), "--domain", "airline"], capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "castdata.cli",
+            "import",
+            "tau-bench",
+            str(tmp_path / "none.json"),
+            "--out",
+            str(out),
+            "--domain",
+            "airline",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "none.json" in bad.stderr

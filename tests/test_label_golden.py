@@ -17,8 +17,16 @@ def test_golden_set_covers_the_issue():
     domains = {trajectory.domain for trajectory, _ in built}
     assert len(built) >= 20 and {"retail", "airline", "telehealth"} <= domains
     flagged = {category for _, expect in built for category in expect.flagged.values()}
-    assert {"wrong_argument", "missing_confirmation", "auth_violation", "premature_termination", "missed_required_action",
-            "policy_violation", "unnecessary_transfer", "wrong_tool"} <= flagged
+    assert {
+        "wrong_argument",
+        "missing_confirmation",
+        "auth_violation",
+        "premature_termination",
+        "missed_required_action",
+        "policy_violation",
+        "unnecessary_transfer",
+        "wrong_tool",
+    } <= flagged
     assert any(expect.first_error is None for _, expect in built) and any(expect.first_error for _, expect in built)
 
 
@@ -32,8 +40,14 @@ def test_labeler_matches_golden_case(name):
     assert {j.step: j.categories[0] for j in judged if j.verdict == "invalid"} == expect.flagged
     for judgement in judged:
         assert judgement.first_critical_error == (judgement.step == expect.first_error)
-        assert judgement.severity == ("critical" if judgement.first_critical_error else "minor" if judgement.step in expect.flagged else "none")
-    assert all(j.after_first_error for j in episode.judgements if expect.first_error is not None and j.step > expect.first_error)
+        assert judgement.severity == (
+            "critical" if judgement.first_critical_error else "minor" if judgement.step in expect.flagged else "none"
+        )
+    assert all(
+        j.after_first_error
+        for j in episode.judgements
+        if expect.first_error is not None and j.step > expect.first_error
+    )
     view = View(trajectory)
     for label in programmatic_labels(episode, view):
         assert verify(label, label, view, clause_table(trajectory.domain)) == [], (label.step, label.rationale)
@@ -49,10 +63,16 @@ def _first_error_label(name: str):
 def test_wrong_argument_rationale_names_the_visible_right_value():
     trajectory, label = _first_error_label("retail_wrong_order_cancel")
     assert label.action.name == "respond" and "#W3586556" in label.action.kwargs["content"]  # the wrong proposal
-    assert label.expected_action.name == "respond" and '"order_id": "#W3361211"' in label.expected_action.kwargs["content"]
+    assert (
+        label.expected_action.name == "respond" and '"order_id": "#W3361211"' in label.expected_action.kwargs["content"]
+    )
     assert "#W3361211" in label.rationale.required
     value = next(e for e in label.evidence if e.quote == "#W3361211")
-    assert value.source == "tool_result" and value.step < label.step and "#W3361211" in trajectory.messages[value.step]["content"]
+    assert (
+        value.source == "tool_result"
+        and value.step < label.step
+        and "#W3361211" in trajectory.messages[value.step]["content"]
+    )
     assert [ref.clause_id for ref in label.policy_refs] == ["retail.cancel-pending-order.1"]
     assert label.label_source.signals == ["said.proposal"]
 

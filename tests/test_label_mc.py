@@ -28,8 +28,12 @@ WRONG_CANCEL = 14  # the write that cancels another order than the one proposed:
 
 
 def read_labels(run: Path) -> list[Label]:
-    return [Label.model_validate_json(line) for path in sorted((run / "labels").glob("*.jsonl")) if path.name != "policy_clauses.jsonl"
-            for line in path.read_text().splitlines()]
+    return [
+        Label.model_validate_json(line)
+        for path in sorted((run / "labels").glob("*.jsonl"))
+        if path.name != "policy_clauses.jsonl"
+        for line in path.read_text().splitlines()
+    ]
 
 
 @pytest.mark.parametrize("name,tasks", [("retail", range(12)), ("airline", range(4)), ("telehealth", range(4))])
@@ -44,7 +48,9 @@ def test_the_resumed_oracle_continues_every_prefix_as_the_episode_went(name, tas
             task = domain.task("test", index)
             episode = await run_episode(domain, task, 0, 1, agent, user, agent_spec, user_spec, max_steps=60)
             for cut in range(2, len(episode.messages)):
-                resumed = await run_episode(domain, task, 0, 2, agent, user, agent_spec, user_spec, max_steps=60, prefix=episode.messages[:cut])
+                resumed = await run_episode(
+                    domain, task, 0, 2, agent, user, agent_spec, user_spec, max_steps=60, prefix=episode.messages[:cut]
+                )
                 assert resumed.messages == episode.messages, (index, cut)
                 assert resumed.outcome == episode.outcome
                 cuts += 1
@@ -57,7 +63,9 @@ def gold_playing_responder(body: dict[str, Any]) -> dict[str, Any]:
     """The agent (requests with tools) calls the gold tool calls not executed yet, in order, then closes; the
     user (requests without) agrees, and stops when offered more help."""
     if "tools" not in body:
-        return {"content": "###STOP###" if "anything else" in body["messages"][-1]["content"].lower() else "Yes, please."}
+        return {
+            "content": "###STOP###" if "anything else" in body["messages"][-1]["content"].lower() else "Yes, please."
+        }
     remaining = list(load_domain("retail").task("test", 66).actions)
     for message in body["messages"]:
         for call in message.get("tool_calls") or []:
@@ -65,13 +73,16 @@ def gold_playing_responder(body: dict[str, Any]) -> dict[str, Any]:
             remaining = _without(remaining, executed)
     if not remaining:
         return {"content": "Your request is done. Is there anything else?"}
-    return {"content": None, "tool_calls": [{"function": {"name": remaining[0].name, "arguments": remaining[0].kwargs}}]}
+    return {
+        "content": None,
+        "tool_calls": [{"function": {"name": remaining[0].name, "arguments": remaining[0].kwargs}}],
+    }
 
 
 def _without(actions: list, executed: tuple[str, dict]) -> list:
     for i, action in enumerate(actions):
         if (action.name, action.kwargs) == executed:
-            return actions[:i] + actions[i + 1:]
+            return actions[:i] + actions[i + 1 :]
     return actions
 
 
@@ -86,7 +97,10 @@ def llm_run(tmp_path, server) -> Path:
     """The golden wrong-order cancel, as if an LLM agent and an LLM user had played it on the test server."""
     trajectory, _ = CASES["retail_write_deviates_to_the_wrong_order"]()
     spec = ModelSpec(backend="openai", model="m", base_url=server.base_url, max_retries=0)
-    trajectory.agent, trajectory.user = spec.model_copy(update={"model": "agent"}), spec.model_copy(update={"model": "user"})
+    trajectory.agent, trajectory.user = (
+        spec.model_copy(update={"model": "agent"}),
+        spec.model_copy(update={"model": "user"}),
+    )
     run = tmp_path / "run"
     (run / "trajectories").mkdir(parents=True)
     (run / "trajectories" / "retail.test.jsonl").write_text(trajectory.to_json() + "\n")
@@ -110,8 +124,10 @@ def test_mc_with_llm_models_finds_the_wrong_write_and_agrees_with_hindsight(llm_
     requests = server.stats.requests[before:]
     assert {r["model"] for r in requests} == {"agent", "user"}
     user = next(r for r in requests if r["model"] == "user" and len(r["messages"]) > 3)
-    assert user["messages"][1:3] == [{"role": "user", "content": AGENT_GREETING},
-                                     {"role": "assistant", "content": "Hi, please cancel my order with the luggage set, I no longer need it."}]
+    assert user["messages"][1:3] == [
+        {"role": "user", "content": AGENT_GREETING},
+        {"role": "assistant", "content": "Hi, please cancel my order with the luggage set, I no longer need it."},
+    ]
 
 
 @pytest.mark.parametrize("mc,steps", [({"actions": "writes"}, [WRONG_CANCEL]), ({"max_labels": 2}, [2, 4])])
@@ -124,17 +140,31 @@ def test_mc_with_the_scripted_oracle_sees_doomed_continuations(tmp_path):
     """Ending the conversation early dooms every continuation; a write without confirmation (minor) does not."""
     out = tmp_path / "run"
     mistakes = {"premature_end": 0.25, "no_confirmation": 0.25, "wrong_tool": 0.1}
-    config = CollectConfig(domains=["retail"], split="test", tasks="0-9", trials=2, seed=2, agent={"options": {"mistakes": mistakes}}, out=str(out))
+    config = CollectConfig(
+        domains=["retail"],
+        split="test",
+        tasks="0-9",
+        trials=2,
+        seed=2,
+        agent={"options": {"mistakes": mistakes}},
+        out=str(out),
+    )
     collect(config, out, show_progress=False)
     stats = label_run(out, LabelConfig(mc=MCConfig(rollouts=3)))
     labels = read_labels(out)
     judged = [label for label in labels if label.label_source.mc_success_before is not None]
     assert len(judged) == sum(not label.after_first_error for label in labels) == stats["mc"]["labels"]
     firsts = [label.label_source for label in judged if label.first_critical_error]
-    ended = [label.label_source for label in judged if label.first_critical_error and "premature_termination" in label.categories]
+    ended = [
+        label.label_source
+        for label in judged
+        if label.first_critical_error and "premature_termination" in label.categories
+    ]
     assert len(firsts) >= 5 and ended and all(source.mc_success_after == 0.0 for source in ended)
     assert sum(s.mc_success_before - s.mc_success_after for s in firsts) / len(firsts) > 0.3
     unconfirmed = [label.label_source for label in judged if label.categories == ["missing_confirmation"]]
     assert unconfirmed and all(source.agreement for source in unconfirmed)
     assert stats["mc"]["agreement"] >= 0.8
-    assert Counter(label.label_source.agreement for label in judged)[True] == round(stats["mc"]["agreement"] * len(judged))
+    assert Counter(label.label_source.agreement for label in judged)[True] == round(
+        stats["mc"]["agreement"] * len(judged)
+    )

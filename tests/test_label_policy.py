@@ -50,7 +50,10 @@ def test_ids_only_move_within_the_edited_section():
     before = {c.text: c.clause_id for c in segment("shop", POLICY)}
     after = {c.text: c.clause_id for c in segment("shop", edited)}
     moved = {text for text in before if before[text] != after[text]}
-    assert moved == {"Only pending orders can be cancelled.\n  - The reason must be given.", "Obtain explicit user confirmation (yes) first."}
+    assert moved == {
+        "Only pending orders can be cancelled.\n  - The reason must be given.",
+        "Obtain explicit user confirmation (yes) first.",
+    }
     assert segment("shop", edited)[0].policy_sha256 != segment("shop", POLICY)[0].policy_sha256
 
 
@@ -66,19 +69,26 @@ def test_every_domain_segments_into_exact_unique_quotes(domain):
 
 def test_known_clause_ids():
     retail = clause_table("retail").by_id
-    assert retail["retail.cancel-pending-order.1"].text.startswith("An order can only be cancelled if its status is 'pending'")
-    assert retail["retail.modify-pending-order.modify-payment.1"].text.startswith("The user can only choose a single payment method")
+    assert retail["retail.cancel-pending-order.1"].text.startswith(
+        "An order can only be cancelled if its status is 'pending'"
+    )
+    assert retail["retail.modify-pending-order.modify-payment.1"].text.startswith(
+        "The user can only choose a single payment method"
+    )
     assert clause_table("telehealth").by_id["telehealth.intro.5"].text.startswith("Before taking consequential actions")
 
 
-@pytest.mark.parametrize("domain,topic,clause_id", [
-    ("retail", "confirmation", "retail.intro.5"),
-    ("retail", "authentication", "retail.intro.2"),
-    ("airline", "one_tool_call", "airline.intro.5"),
-    ("airline", "authentication", "airline.book-flight.1"),
-    ("telehealth", "transfer", "telehealth.intro.8"),
-    ("telecom", "authentication", "telecom.customer-privacy.data-protection.2"),
-])
+@pytest.mark.parametrize(
+    "domain,topic,clause_id",
+    [
+        ("retail", "confirmation", "retail.intro.5"),
+        ("retail", "authentication", "retail.intro.2"),
+        ("airline", "one_tool_call", "airline.intro.5"),
+        ("airline", "authentication", "airline.book-flight.1"),
+        ("telehealth", "transfer", "telehealth.intro.8"),
+        ("telecom", "authentication", "telecom.customer-privacy.data-protection.2"),
+    ],
+)
 def test_rule_topics_find_their_clause(domain, topic, clause_id):
     clause, sentence = clause_table(domain).about(topic)
     assert clause.clause_id == clause_id and sentence in clause.text
@@ -89,12 +99,21 @@ def test_topics_a_policy_lacks_and_tool_sections():
     table = ClauseTable("shop", POLICY)
     assert table.for_tool("cancel_order")[0].clause_id == "shop.cancel-order.1"
     assert table.for_tool("modify_address") is None
-    assert clause_table("telehealth").for_tool("cancel_appointment")[0].clause_id == "telehealth.modifying-appointments.cancelling-appointments.1"
+    assert (
+        clause_table("telehealth").for_tool("cancel_appointment")[0].clause_id
+        == "telehealth.modifying-appointments.cancelling-appointments.1"
+    )
 
 
 def test_identifiers_and_their_spellings():
     text = "Order #W2378156 of yusuf_rossi_9620 (yusuf.rossi7301@example.com) cost $1,234.50 on 2024-05-15; 2 items at 14:00."
-    assert identifiers(text) == ["#W2378156", "yusuf_rossi_9620", "yusuf.rossi7301@example.com", "$1,234.50", "2024-05-15"]
+    assert identifiers(text) == [
+        "#W2378156",
+        "yusuf_rossi_9620",
+        "yusuf.rossi7301@example.com",
+        "$1,234.50",
+        "2024-05-15",
+    ]
 
 
 def test_view_grounds_identifiers_in_the_prefix_only():

@@ -57,8 +57,10 @@ def test_user_fault_episodes_blame_no_action_and_train_nothing(scored):
     faulted = [episode for episode, items in labels.items() if any(label.user_fault for label in items)]
     assert faulted
     for episode in faulted:
-        assert all(label.user_fault and not label.first_critical_error and label.severity != "critical"
-                   for label in labels[episode]), episode
+        assert all(
+            label.user_fault and not label.first_critical_error and label.severity != "critical"
+            for label in labels[episode]
+        ), episode
 
 
 def test_real_rationales_never_speak_of_the_outcome(scored):

@@ -35,8 +35,16 @@ def scripted_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("label") / "run"
     mistakes = {kind: 0.12 for kind in KIND_CATEGORY}
     user = {"model": "scripted-user", "options": {"mistakes": {kind: 0.1 for kind in USER_KINDS}}}
-    config = CollectConfig(domains=["retail", "airline", "telehealth"], split="test", trials=3, seed=3, max_steps=60,
-                           agent={"options": {"mistakes": mistakes}}, user=user, out=str(out))
+    config = CollectConfig(
+        domains=["retail", "airline", "telehealth"],
+        split="test",
+        trials=3,
+        seed=3,
+        max_steps=60,
+        agent={"options": {"mistakes": mistakes}},
+        user=user,
+        out=str(out),
+    )
     collect(config, out, show_progress=False)
     return out
 
@@ -145,7 +153,9 @@ def test_infrastructure_errors_are_skipped_and_counted_and_reruns_supersede(tmp_
     stats = label_run(run)
     assert stats["trajectories"]["skipped"] == {"infrastructure_error": 3}
     assert stats["trajectories"]["read"] == 6 and stats["trajectories"]["labeled"] == 3
-    ids = {json.loads(line)["trajectory_id"] for line in (run / "labels" / "retail.test.jsonl").read_text().splitlines()}
+    ids = {
+        json.loads(line)["trajectory_id"] for line in (run / "labels" / "retail.test.jsonl").read_text().splitlines()
+    }
     assert ids == {"retail.test.1.0", "retail.test.1.1", "retail.test.1.2"}
 
 
@@ -154,9 +164,14 @@ def test_writer_rejections_are_reported(tmp_path, scripted_run):
     stats = label_run(run, LabelConfig(verifier_retries=1), writer=PlantingWriter(bad=3))
     writer = stats["verifier"]["writer"]
     total = stats["labels"]["total"]
-    assert writer["labels"] == total and writer["rejected_tries"] == 3 and writer["reasons"] == {"evidence_not_before": 3}
+    assert (
+        writer["labels"] == total and writer["rejected_tries"] == 3 and writer["reasons"] == {"evidence_not_before": 3}
+    )
     assert writer["fallbacks"] == 1 and writer["tries"] == total + 2
-    methods = [json.loads(line)["label_source"]["method"] for line in (run / "labels" / "retail.test.jsonl").read_text().splitlines()]
+    methods = [
+        json.loads(line)["label_source"]["method"]
+        for line in (run / "labels" / "retail.test.jsonl").read_text().splitlines()
+    ]
     assert methods.count("teacher") == total - 1
 
 
@@ -175,10 +190,13 @@ def test_cli_labels_a_run_and_prints_json(tmp_path, scripted_run):
     assert shown.returncode == 0 and "first critical error" in shown.stdout
 
 
-@pytest.mark.parametrize("setup,message", [
-    (lambda tmp: tmp / "missing", "no such run directory"),
-    (lambda tmp: tmp, "not a run directory"),
-])
+@pytest.mark.parametrize(
+    "setup,message",
+    [
+        (lambda tmp: tmp / "missing", "no such run directory"),
+        (lambda tmp: tmp, "not a run directory"),
+    ],
+)
 def test_cli_rejects_a_bad_run_dir(tmp_path, setup, message):
     out = cli(str(setup(tmp_path)))
     assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
@@ -189,7 +207,11 @@ def test_cli_rejects_a_bad_config_and_a_bad_record(tmp_path, scripted_run):
     config = tmp_path / "pipeline.yaml"
     config.write_text("label:\n  retries: 3\n")
     out = cli(str(run), "--config", str(config))
-    assert out.returncode == 2 and out.stderr.strip() == "error: label.retries: unknown key; allowed: verifier_retries, teacher, mc, concurrency"
+    assert (
+        out.returncode == 2
+        and out.stderr.strip()
+        == "error: label.retries: unknown key; allowed: verifier_retries, teacher, mc, concurrency"
+    )
     with (run / "trajectories" / "retail.test.jsonl").open("a") as handle:
         handle.write('{"schema": "castdata.trajectory/1", "id": "x"}\n')
     out = cli(str(run))
@@ -199,7 +221,9 @@ def test_cli_rejects_a_bad_config_and_a_bad_record(tmp_path, scripted_run):
 @pytest.mark.parametrize("intercepted", [False, True])
 def test_injected_agreement_counts_executed_mistakes_only(intercepted):
     trajectory, expect = CASES["retail_wrong_order_cancel"]()
-    trajectory.injected_mistakes = [InjectedMistake(kind="wrong_argument", step=expect.first_error, outcome_breaking=True, intercepted=intercepted)]
+    trajectory.injected_mistakes = [
+        InjectedMistake(kind="wrong_argument", step=expect.first_error, outcome_breaking=True, intercepted=intercepted)
+    ]
     episode = judge(trajectory)
     stats = LabelStats("run")
     stats.add(episode, programmatic_labels(episode, View(trajectory)))

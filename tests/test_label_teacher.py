@@ -32,7 +32,11 @@ def teacher_reply(body: dict[str, Any]) -> dict[str, Any]:
     feedback = prompt.split("Your previous answer was rejected:")[1] if "was rejected" in prompt else ""
     schema = body["response_format"]["json_schema"]["schema"]
     answer: dict[str, Any] = {
-        "rationale": {"observed": "The agent acted on the conversation so far.", "required": "Follow the policy.", "assessment": "As the draft says."},
+        "rationale": {
+            "observed": "The agent acted on the conversation so far.",
+            "required": "Follow the policy.",
+            "assessment": "As the draft says.",
+        },
         "evidence": [],
     }
     if "categories" in schema["properties"]:
@@ -43,9 +47,13 @@ def teacher_reply(body: dict[str, Any]) -> dict[str, Any]:
         if not feedback:
             return {"content": "Invalid: the agent cancelled the wrong order."}  # not JSON
         if "ungrounded_identifier" not in feedback:
-            answer["rationale"]["assessment"] = "Invalid (critical): the user wanted order #W0000000 cancelled."  # leaks
+            answer["rationale"]["assessment"] = (
+                "Invalid (critical): the user wanted order #W0000000 cancelled."  # leaks
+            )
         else:
-            answer["evidence"] = [{"step": FIRST_ERROR - 1, "source": "tool_result", "quote": '"order_id": "#W3586556"'}]
+            answer["evidence"] = [
+                {"step": FIRST_ERROR - 1, "source": "tool_result", "quote": '"order_id": "#W3586556"'}
+            ]
     return {"content": json.dumps(answer)}
 
 
@@ -88,17 +96,27 @@ def test_rejected_replies_are_retried_then_fall_back_and_reruns_are_cached(run):
     wrong = labels[("retail.test.66.0", FIRST_ERROR)]
     assert wrong.label_source.method == "teacher" and wrong.label_source.teacher_model == "openai:teacher-model"
     assert wrong.categories == CATEGORIES_REFINED and wrong.evidence[0].quote == '"order_id": "#W3586556"'
-    assert wrong.verdict == "invalid" and wrong.label_source.signals == drafts[("retail.test.66.0", FIRST_ERROR)].label_source.signals
+    assert (
+        wrong.verdict == "invalid"
+        and wrong.label_source.signals == drafts[("retail.test.66.0", FIRST_ERROR)].label_source.signals
+    )
     fallback = labels[("retail.test.69.0", 2)]
     assert fallback == drafts[("retail.test.69.0", 2)] and fallback.label_source.method == "hindsight"
     assert sum(label.label_source.method == "teacher" for label in labels.values()) == total - 1
 
-    asked = [r for r in requests if f"Action to judge (step {FIRST_ERROR})" in r["messages"][1]["content"] and "aarav" in r["messages"][1]["content"]]
+    asked = [
+        r
+        for r in requests
+        if f"Action to judge (step {FIRST_ERROR})" in r["messages"][1]["content"]
+        and "aarav" in r["messages"][1]["content"]
+    ]
     assert len(asked) == 3
     prompt = asked[0]["messages"][1]["content"]
     assert "Cancelled. Anything else?" not in prompt  # nothing after the action
     assert "cancel_pending_order" in prompt.split("a correct solution:")[1] and "never cite" in prompt
-    assert asked[0]["response_format"]["json_schema"]["schema"]["properties"]["categories"]["items"]["enum"] == list(CATEGORIES)
+    assert asked[0]["response_format"]["json_schema"]["schema"]["properties"]["categories"]["items"]["enum"] == list(
+        CATEGORIES
+    )
     assert "rejected:\n- unparseable: the reply is not JSON" in asked[1]["messages"][1]["content"]
     assert "- ungrounded_identifier: rationale: '#W0000000' was not visible" in asked[2]["messages"][1]["content"]
 
@@ -113,9 +131,15 @@ def test_rejected_replies_are_retried_then_fall_back_and_reruns_are_cached(run):
 def test_cli_reports_the_teacher_and_config_errors_are_one_line(run, tmp_path):
     with ChatServer(teacher_reply) as server:
         config = tmp_path / "pipeline.yaml"
-        config.write_text(f"label:\n  verifier_retries: 0\n  teacher: {{backend: openai, model: t, base_url: '{server.base_url}'}}\n")
-        out = subprocess.run([sys.executable, "-m", "castdata.cli", "label", str(run), "--config", str(config)],
-                             capture_output=True, text=True, timeout=120)
+        config.write_text(
+            f"label:\n  verifier_retries: 0\n  teacher: {{backend: openai, model: t, base_url: '{server.base_url}'}}\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-m", "castdata.cli", "label", str(run), "--config", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert out.returncode == 0, out.stderr
     assert "rationales" in out.stdout and "requests" in out.stdout and "unparseable" in out.stdout
     for section, message in [

@@ -38,7 +38,9 @@ def test_quote_not_in_the_cited_message(wrong_cancel):
     _, view, labels, first = wrong_cancel
     label = labels[first]
     cited = label.evidence[0]
-    planted = label.model_copy(update={"evidence": [Evidence(step=cited.step, source=cited.source, quote="#W9999999 was requested")]})
+    planted = label.model_copy(
+        update={"evidence": [Evidence(step=cited.step, source=cited.source, quote="#W9999999 was requested")]}
+    )
     assert codes(planted, label, view) == ["quote_not_found"]
 
 
@@ -46,16 +48,28 @@ def test_future_step_as_evidence(wrong_cancel):
     trajectory, view, labels, first = wrong_cancel
     label = labels[first]
     after = first + 1  # the cancel's own result
-    planted = label.model_copy(update={"evidence": [Evidence(step=after, source="tool_result", quote=trajectory.messages[after]["content"][:20])]})
+    planted = label.model_copy(
+        update={
+            "evidence": [Evidence(step=after, source="tool_result", quote=trajectory.messages[after]["content"][:20])]
+        }
+    )
     assert codes(planted, label, view) == ["evidence_not_before"]
 
 
 def test_unknown_clause_id(wrong_cancel):
     _, view, labels, first = wrong_cancel
     label = labels[first]
-    planted = label.model_copy(update={"policy_refs": [PolicyRef(clause_id="retail.cancel-pending-order.9", quote="An order")]})
+    planted = label.model_copy(
+        update={"policy_refs": [PolicyRef(clause_id="retail.cancel-pending-order.9", quote="An order")]}
+    )
     assert codes(planted, label, view) == ["unknown_clause"]
-    misquoted = label.model_copy(update={"policy_refs": [PolicyRef(clause_id="retail.cancel-pending-order.1", quote="Orders can always be cancelled.")]})
+    misquoted = label.model_copy(
+        update={
+            "policy_refs": [
+                PolicyRef(clause_id="retail.cancel-pending-order.1", quote="Orders can always be cancelled.")
+            ]
+        }
+    )
     assert codes(misquoted, label, view) == ["clause_quote_mismatch"]
 
 
@@ -74,7 +88,9 @@ def test_verdict_contradicting_the_label(wrong_cancel):
     _, view, labels, first = wrong_cancel
     label = labels[first]
     assert codes(label.model_copy(update={"verdict": "valid"}), label, view) == ["verdict_mismatch"]
-    assert codes(labels[first - 2].model_copy(update={"verdict": "invalid"}), labels[first - 2], view) == ["verdict_mismatch"]
+    assert codes(labels[first - 2].model_copy(update={"verdict": "invalid"}), labels[first - 2], view) == [
+        "verdict_mismatch"
+    ]
 
 
 def test_wrong_source_unknown_category_and_other_action(wrong_cancel):
@@ -101,14 +117,22 @@ class PlantingWriter:
         if self.calls <= self.bad:
             if self.fault == "unparseable":
                 raise ValueError("model output is not JSON")
-            return draft.model_copy(update={"evidence": [Evidence(step=draft.step + 1, source="tool_result", quote="the order")]})
-        rationale = draft.rationale.model_copy(update={"assessment": "Invalid: the agent cancelled an order the user did not ask about."})
-        return draft.model_copy(update={"rationale": rationale, "label_source": draft.label_source.model_copy(update={"method": "teacher"})})
+            return draft.model_copy(
+                update={"evidence": [Evidence(step=draft.step + 1, source="tool_result", quote="the order")]}
+            )
+        rationale = draft.rationale.model_copy(
+            update={"assessment": "Invalid: the agent cancelled an order the user did not ask about."}
+        )
+        return draft.model_copy(
+            update={"rationale": rationale, "label_source": draft.label_source.model_copy(update={"method": "teacher"})}
+        )
 
 
 def _write(writer, wrong_cancel, retries):
     trajectory, view, labels, first = wrong_cancel
-    return asyncio.run(write_verified(writer, trajectory, labels[first], view, clause_table("retail"), retries)), labels[first]
+    return asyncio.run(
+        write_verified(writer, trajectory, labels[first], view, clause_table("retail"), retries)
+    ), labels[first]
 
 
 def test_rejected_writer_output_is_retried_with_feedback(wrong_cancel):
@@ -125,4 +149,3 @@ def test_writer_rejected_every_time_falls_back_to_the_programmatic_label(wrong_c
     written, draft = _write(writer, wrong_cancel, retries=2)
     assert written.fallback and written.label == draft and writer.calls == 3
     assert [[r.code for r in tries] for tries in written.rejections] == [[code]] * 3
-

@@ -10,7 +10,6 @@ from typing import Any
 import openai
 import pytest
 from openai import AsyncOpenAI, OpenAI
-
 from openai_server import ChatServer, FaultPlan, Outcome
 
 MESSAGES: list[Any] = [{"role": "user", "content": "What is the weather in Paris?"}]

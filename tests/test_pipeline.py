@@ -27,7 +27,14 @@ def job(tmp_path_factory: pytest.TempPathFactory, hub: HubServer):
     """Run `castdata run` on a small demo config with a `publish:` section; returns a runner for reruns."""
     work = tmp_path_factory.mktemp("pipeline")
     config = yaml.safe_load(DEMO.read_text())
-    config.update(split="test", tasks="0-1", trials=2, out=str(work / "run"), build={"validation_fraction": 0.2}, publish={"repo": REPO, "version": "0.1.0"})
+    config.update(
+        split="test",
+        tasks="0-1",
+        trials=2,
+        out=str(work / "run"),
+        build={"validation_fraction": 0.2},
+        publish={"repo": REPO, "version": "0.1.0"},
+    )
     path = work / "pipeline.yaml"
     path.write_text(yaml.safe_dump(config))
     env = hub_env(hub.url, work / "hf_home", "hf_pipeline_token")
@@ -42,7 +49,11 @@ def job(tmp_path_factory: pytest.TempPathFactory, hub: HubServer):
 
 
 def stage_lines(output: str) -> dict[str, str]:
-    return dict(line.split(": ", 1) for line in output.splitlines() if line.split(":")[0] in ("collect", "label", "build", "publish"))
+    return dict(
+        line.split(": ", 1)
+        for line in output.splitlines()
+        if line.split(":")[0] in ("collect", "label", "build", "publish")
+    )
 
 
 def test_every_stage_runs_and_publishes(job, hub: HubServer) -> None:
@@ -76,5 +87,7 @@ def test_a_bad_section_is_one_line(job) -> None:
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     key_line = next(n for n, text in enumerate(bad.read_text().splitlines(), start=1) if text.strip() == "bogus: 1")
-    assert line == (f"error: {bad}:{key_line}:3: build.bogus: unknown key; allowed: out, validation_fraction, "
-                    "critic_balance, valid_per_invalid, critique_reasoning, shard_rows, pretty_name, license")
+    assert line == (
+        f"error: {bad}:{key_line}:3: build.bogus: unknown key; allowed: out, validation_fraction, "
+        "critic_balance, valid_per_invalid, critique_reasoning, shard_rows, pretty_name, license"
+    )

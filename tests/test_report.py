@@ -16,16 +16,29 @@ from castdata.report import pass_hat_k, summarize
 from castdata.rollout.store import RecordWriter, trajectory_file
 
 
-def record(task_id: int, trial: int, success: bool, reason: str = "user_stop", agent: str = "noisy-oracle",
-           split: str = "test") -> Trajectory:
+def record(
+    task_id: int, trial: int, success: bool, reason: str = "user_stop", agent: str = "noisy-oracle", split: str = "test"
+) -> Trajectory:
     return Trajectory(
-        id=episode_id("retail", split, task_id, trial), domain="retail", split=split, task_id=task_id, trial=trial,
+        id=episode_id("retail", split, task_id, trial),
+        domain="retail",
+        split=split,
+        task_id=task_id,
+        trial=trial,
         seed=0,
-        agent=ModelSpec(model=agent), user=ModelSpec(model="scripted-user"), tools=[],
-        messages=[{"role": "system", "content": "p"}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
-        meta=[], outcome=Outcome(reward=float(success), db_match=success, termination_reason=reason),
+        agent=ModelSpec(model=agent),
+        user=ModelSpec(model="scripted-user"),
+        tools=[],
+        messages=[
+            {"role": "system", "content": "p"},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "ok"},
+        ],
+        meta=[],
+        outcome=Outcome(reward=float(success), db_match=success, termination_reason=reason),
         privileged=Privileged(user_id="u", instruction="i", gold_actions=[], required_outputs=[]),
-        started_at=0.0, ended_at=1.0,
+        started_at=0.0,
+        ended_at=1.0,
     )
 
 
@@ -74,9 +87,20 @@ def test_report_counts_a_task_per_domain_split_and_id(tmp_path):
 
 
 def test_report_cli_json(run_dir):
-    out = subprocess.run([sys.executable, "-m", "castdata.cli", "report", str(run_dir), "--json"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "castdata.cli", "report", str(run_dir), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["groups"][0]["pass_k"]["4"] == pytest.approx(1 / 3)
     wide = {**os.environ, "COLUMNS": "200"}
-    table = subprocess.run([sys.executable, "-m", "castdata.cli", "report", str(run_dir)], capture_output=True, text=True, timeout=60, env=wide)
+    table = subprocess.run(
+        [sys.executable, "-m", "castdata.cli", "report", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=wide,
+    )
     assert "pass^4" in table.stdout and "0.333" in table.stdout

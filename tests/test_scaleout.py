@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 import yaml
+from openai_server import ChatServer, FaultPlan
+from test_backend_collect import KEY, KEY_ENV, Playbook, write_config
 
 from castdata.config import CollectConfig
 from castdata.models.scripted import MISTAKE_KINDS
 from castdata.rollout.collect import Progress, collect, collect_async
 from castdata.rollout.store import read_trajectories
-from openai_server import ChatServer, FaultPlan
-from test_backend_collect import KEY, KEY_ENV, Playbook, write_config
 
 ray = pytest.importorskip("ray")
 
@@ -50,8 +50,16 @@ def demo(out: Path | str, **ray_options: Any) -> CollectConfig:
     """The demo collection: the scripted noisy oracle with mistakes, on Ray when `ray_options` are given."""
     mistakes = {kind: 0.2 for kind in MISTAKE_KINDS}
     executor = {"ray": ray_options} if ray_options else "local"
-    return CollectConfig(domains=["retail", "telehealth"], split="test", tasks="0-11", trials=2, concurrency=4,
-                         agent={"options": {"mistakes": mistakes}}, executor=executor, out=str(out))
+    return CollectConfig(
+        domains=["retail", "telehealth"],
+        split="test",
+        tasks="0-11",
+        trials=2,
+        concurrency=4,
+        agent={"options": {"mistakes": mistakes}},
+        executor=executor,
+        out=str(out),
+    )
 
 
 def loopback(tmp_path: Path, server: ChatServer, **values: Any) -> CollectConfig:
@@ -62,7 +70,11 @@ def loopback(tmp_path: Path, server: ChatServer, **values: Any) -> CollectConfig
 
 def lines(out: Path) -> list[dict]:
     """Every record line of a run (each must parse: no torn record)."""
-    return [json.loads(line) for path in sorted((out / "trajectories").glob("*.jsonl")) for line in path.read_text().splitlines()]
+    return [
+        json.loads(line)
+        for path in sorted((out / "trajectories").glob("*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
 
 
 def keys(records: list[dict]) -> list[tuple]:
@@ -76,7 +88,9 @@ def comparable(out: Path) -> list[dict]:
 
 def test_four_workers_give_the_records_of_a_local_run(tmp_path: Path) -> None:
     started = time.perf_counter()
-    manifest = collect(demo(tmp_path / "ray", **FOUR_WORKERS, episodes_per_task_batch=5), tmp_path / "ray", show_progress=False)
+    manifest = collect(
+        demo(tmp_path / "ray", **FOUR_WORKERS, episodes_per_task_batch=5), tmp_path / "ray", show_progress=False
+    )
     collect(demo(tmp_path / "local"), tmp_path / "local", show_progress=False)
     assert manifest["counts"] == {"planned": 48, "ran_now": 48, "finished": 48, "infrastructure_errors": 0}
     assert comparable(tmp_path / "ray") == comparable(tmp_path / "local")
@@ -107,8 +121,13 @@ def test_workers_killed_mid_unit_are_rerun_without_duplicates(tmp_path: Path, pl
     out = tmp_path / "run"
     progress, failure = Progress(), []
     with ChatServer(playbook, FaultPlan(latency_s=0.02)) as server:
-        config = loopback(tmp_path, server, tasks="0-11", concurrency=1,
-                          executor={"ray": {**FOUR_WORKERS, "episodes_per_task_batch": 4}})
+        config = loopback(
+            tmp_path,
+            server,
+            tasks="0-11",
+            concurrency=1,
+            executor={"ray": {**FOUR_WORKERS, "episodes_per_task_batch": 4}},
+        )
         runner = threading.Thread(target=lambda: failure.extend(_run(config, out, progress)))
         runner.start()
         partial = _kill_workers_mid_unit(out, progress, deadline=time.time() + 60)
@@ -124,7 +143,7 @@ def test_workers_killed_mid_unit_are_rerun_without_duplicates(tmp_path: Path, pl
 def _run(config: CollectConfig, out: Path, progress: Progress) -> list[BaseException]:
     try:
         asyncio.run(collect_async(config, out, progress=progress))
-    except BaseException as err:  # noqa: BLE001 - reported to the test thread
+    except BaseException as err:
         return [err]
     return []
 
@@ -143,8 +162,13 @@ def _kill_workers_mid_unit(out: Path, progress: Progress, deadline: float) -> Pa
 
 def test_endpoint_limit_holds_across_workers(tmp_path: Path, playbook: Playbook) -> None:
     with ChatServer(playbook, FaultPlan(latency_s=0.02)) as server:
-        config = loopback(tmp_path, server, tasks="0-15", concurrency=8,
-                          executor={"ray": {**FOUR_WORKERS, "episodes_per_task_batch": 8}})
+        config = loopback(
+            tmp_path,
+            server,
+            tasks="0-15",
+            concurrency=8,
+            executor={"ray": {**FOUR_WORKERS, "episodes_per_task_batch": 8}},
+        )
         for role in ("agent", "user"):
             getattr(config, role).max_concurrency = 8
         manifest = collect(config, tmp_path / "run", show_progress=False)

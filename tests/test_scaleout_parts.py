@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from openai_server import ChatServer, FaultPlan
+from test_backend_openai import ASK, KEY_ENV, run, spec_for, weather
 from typer.testing import CliRunner
 
 from castdata.cli import app
@@ -18,19 +20,28 @@ from castdata.scale.dispatch import Dispatcher
 from castdata.scale.location import RunLocation
 from castdata.scale.permits import PermitBroker, endpoint_limits
 from castdata.scale.units import plan_units
-from openai_server import ChatServer, FaultPlan
-from test_backend_openai import ASK, KEY_ENV, run, spec_for, weather
 
 
 def record_line(task_id: int, reason: str = "user_stop") -> str:
-    head = {"domain": "retail", "split": "test", "task_id": task_id, "trial": 0, "ended_at": 0.0,
-            "outcome": {"termination_reason": reason}}  # the fields the readers' latest-record rule reads
+    head = {
+        "domain": "retail",
+        "split": "test",
+        "task_id": task_id,
+        "trial": 0,
+        "ended_at": 0.0,
+        "outcome": {"termination_reason": reason},
+    }  # the fields the readers' latest-record rule reads
     return json.dumps(head)
 
 
 @pytest.mark.parametrize(
     "value,workers",
-    [(None, None), ("local", None), ("ray", 4), ({"ray": {"num_workers": 2, "resources": {"CPU": 0.5, "GPU": 1, "accel": 1}}}, 2)],
+    [
+        (None, None),
+        ("local", None),
+        ("ray", 4),
+        ({"ray": {"num_workers": 2, "resources": {"CPU": 0.5, "GPU": 1, "accel": 1}}}, 2),
+    ],
 )
 def test_executor_section_forms(tmp_path: Path, value, workers) -> None:
     raw = {"domains": ["retail"]} if value is None else {"domains": ["retail"], "executor": value}
@@ -38,15 +49,22 @@ def test_executor_section_forms(tmp_path: Path, value, workers) -> None:
     config = load_config(tmp_path / "c.yaml", CollectConfig)
     ray = config.executor.ray
     assert (ray.num_workers if ray else None) == workers
-    assert config.fingerprint() == CollectConfig(domains=["retail"]).fingerprint()  # a run resumes under either executor
+    assert (
+        config.fingerprint() == CollectConfig(domains=["retail"]).fingerprint()
+    )  # a run resumes under either executor
     if workers == 2:
         assert ray.task_options() == {"max_retries": 3, "num_cpus": 0.5, "num_gpus": 1, "resources": {"accel": 1}}
 
 
 @pytest.mark.parametrize(
     "value,expected",
-    [("threads", "c.yaml:1:1: executor: must be 'local', 'ray', or a mapping"),
-     ({"ray": {"workers": 2}}, "executor.ray.workers: unknown key; allowed: address, num_workers, episodes_per_task_batch")],
+    [
+        ("threads", "c.yaml:1:1: executor: must be 'local', 'ray', or a mapping"),
+        (
+            {"ray": {"workers": 2}},
+            "executor.ray.workers: unknown key; allowed: address, num_workers, episodes_per_task_batch",
+        ),
+    ],
 )
 def test_bad_executor_is_one_line(tmp_path: Path, value, expected) -> None:
     (tmp_path / "c.yaml").write_text(yaml.safe_dump({"executor": value}))
@@ -57,7 +75,9 @@ def test_bad_executor_is_one_line(tmp_path: Path, value, expected) -> None:
 
 def test_without_ray_the_error_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump({"tasks": [0], "trials": 1, "executor": "ray", "out": str(tmp_path / "run")}))
+    (tmp_path / "c.yaml").write_text(
+        yaml.safe_dump({"tasks": [0], "trials": 1, "executor": "ray", "out": str(tmp_path / "run")})
+    )
     result = CliRunner().invoke(app, ["collect", str(tmp_path / "c.yaml"), "--quiet"])
     assert result.exit_code == 2
     assert "Ray is not installed; install the extra: pip install 'castdata[ray]'" in result.output
@@ -92,7 +112,11 @@ def test_broker_reclaims_the_permits_of_a_dead_attempt() -> None:
 def test_dispatcher_gives_a_dead_workers_units_back_first() -> None:
     units = plan_units([("retail", "test", task, 0) for task in range(5)] + [("airline", "test", 0, 0)], 2, "L")
     assert [(u.prefix, len(u.keys)) for u in units] == [
-        ("retail.test.unit-L-00000", 2), ("retail.test.unit-L-00001", 2), ("retail.test.unit-L-00002", 1), ("airline.test.unit-L-00003", 1)]
+        ("retail.test.unit-L-00000", 2),
+        ("retail.test.unit-L-00001", 2),
+        ("retail.test.unit-L-00002", 1),
+        ("airline.test.unit-L-00003", 1),
+    ]
     dispatcher = Dispatcher(units)
     dispatcher.begin(0, "a")
     dispatcher.begin(1, "a")
@@ -124,7 +148,7 @@ def test_requests_go_to_the_endpoint_with_fewest_outstanding(monkeypatch: pytest
         assert slow.stats.max_in_flight <= 4 and fast.stats.max_in_flight <= 4
         assert slow.stats.total + fast.stats.total == 60
         assert fast.stats.total > 3 * slow.stats.total > 0
-    with pytest.raises(ConfigError, match="either base_url or options.base_urls"):
+    with pytest.raises(ConfigError, match=r"either base_url or options\.base_urls"):
         run(burst, spec_for(slow, options={"base_urls": [slow.base_url]}))
 
 

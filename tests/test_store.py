@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from test_report import record
 
 from castdata.errors import InputError
 from castdata.rollout.store import RecordWriter, finished_keys, read_trajectories
-from test_report import record
 
 
 def test_latest_record_wins_across_files(tmp_path):
@@ -29,6 +29,6 @@ def test_a_torn_last_line_is_skipped_and_a_bad_line_named(tmp_path):
     path.parent.mkdir()
     path.write_text(record(0, 0, True).to_json() + "\n" + record(0, 1, True).to_json()[:50])
     assert [r.trial for r in read_trajectories(tmp_path)] == [0]
-    path.write_text(record(0, 0, True).to_json() + "\n{\"no\": 1}\n")
+    path.write_text(record(0, 0, True).to_json() + '\n{"no": 1}\n')
     with pytest.raises(InputError, match=r"retail\.test\.jsonl:2: not a trajectories record"):
         read_trajectories(tmp_path)

@@ -43,12 +43,17 @@ def test_oracle_without_mistakes_solves_every_task_and_the_user_runs_its_phone(t
 
 def test_demo_config_collects_labels_and_builds_and_labels_only_agent_actions(tmp_path):
     config = yaml.safe_load((ROOT / "configs" / "demo_tau2.yaml").read_text())
-    config.update(tasks={"tau2-retail/test": "0-3", "tau2-telecom/test": "0-3"}, trials=1, out=str(tmp_path / "run"),
-                  build={"validation_fraction": 0.2})
+    config.update(
+        tasks={"tau2-retail/test": "0-3", "tau2-telecom/test": "0-3"},
+        trials=1,
+        out=str(tmp_path / "run"),
+        build={"validation_fraction": 0.2},
+    )
     path = tmp_path / "demo.yaml"
     path.write_text(yaml.safe_dump(config))
-    done = subprocess.run([sys.executable, "-m", "castdata.cli", "run", str(path), "--quiet"], capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "castdata.cli", "run", str(path), "--quiet"], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "run" / "dataset" / "README.md").is_file()
     telecom = load_domain("tau2-telecom")
@@ -63,8 +68,12 @@ def test_demo_config_collects_labels_and_builds_and_labels_only_agent_actions(tm
 def test_the_llm_user_gets_the_phone_tools_and_sees_their_results():
     domain = load_domain("tau2-telecom")
     bodies: list[dict] = []
-    answers = iter([{"content": None, "tool_calls": [{"function": {"name": "toggle_airplane_mode", "arguments": {}}}]},
-                    {"content": "Airplane mode is off now."}])
+    answers = iter(
+        [
+            {"content": None, "tool_calls": [{"function": {"name": "toggle_airplane_mode", "arguments": {}}}]},
+            {"content": "Airplane mode is off now."},
+        ]
+    )
 
     def respond(body: dict) -> dict:
         bodies.append(body)
@@ -86,5 +95,9 @@ def test_the_llm_user_gets_the_phone_tools_and_sees_their_results():
     offered = {t["function"]["name"] for t in bodies[0]["tools"]}
     assert offered == {s["function"]["name"] for s in domain.user_tool_schemas}
     assert "tools that act on your own phone" in bodies[0]["messages"][0]["content"]
-    assert bodies[1]["messages"][-1] == {"role": "tool", "tool_call_id": first.tool_calls[0].id,
-                                         "name": "toggle_airplane_mode", "content": "Airplane Mode is now OFF."}
+    assert bodies[1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": first.tool_calls[0].id,
+        "name": "toggle_airplane_mode",
+        "content": "Airplane Mode is now OFF.",
+    }

@@ -26,8 +26,11 @@ def all_tasks(names=TAU2_DOMAINS):
 
 def test_domains_splits_and_tools():
     counts = {name: {s: len(load_domain(name).tasks(s)) for s in load_domain(name).splits()} for name in TAU2_DOMAINS}
-    assert counts == {"tau2-airline": {"train": 30, "test": 20}, "tau2-retail": {"train": 74, "test": 40},
-                      "tau2-telecom": {"train": 74, "test": 40, "full": 2245}}
+    assert counts == {
+        "tau2-airline": {"train": 30, "test": 20},
+        "tau2-retail": {"train": 74, "test": 40},
+        "tau2-telecom": {"train": 74, "test": 40, "full": 2245},
+    }
     telecom = load_domain("tau2-telecom")
     assert len(telecom.tool_schemas) == 13 and len(telecom.user_tool_schemas) == 30
     retail = load_domain("tau2-retail")
@@ -37,10 +40,12 @@ def test_domains_splits_and_tools():
 
 
 def test_loading_a_domain_imports_no_llm_server_or_tracing_stack():
-    code = ("import sys; import castdata; assert 'tau2' not in sys.modules\n"
-            "from castdata.envs import load_domain\n"
-            "for n in ('tau2-retail', 'tau2-airline', 'tau2-telecom'): load_domain(n).tasks('test')\n"
-            "print(sorted(m for m in ('litellm', 'fastapi', 'redis', 'langfuse', 'openai') if m in sys.modules))")
+    code = (
+        "import sys; import castdata; assert 'tau2' not in sys.modules\n"
+        "from castdata.envs import load_domain\n"
+        "for n in ('tau2-retail', 'tau2-airline', 'tau2-telecom'): load_domain(n).tasks('test')\n"
+        "print(sorted(m for m in ('litellm', 'fastapi', 'redis', 'langfuse', 'openai') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
     assert "No .env file found" not in out.stderr  # tau2's loguru noise is off
@@ -119,9 +124,12 @@ def _perturbed(domain, task):
 
     if task.user_actions:
         calls = domain.gold_calls(task)
-        last = max(i for i, (requestor, a) in enumerate(calls)
-                   if requestor == "user" and domain.user_tool_kind(a.name) == "write")
-        return calls[:last] + calls[last + 1:]
+        last = max(
+            i
+            for i, (requestor, a) in enumerate(calls)
+            if requestor == "user" and domain.user_tool_kind(a.name) == "write"
+        )
+        return calls[:last] + calls[last + 1 :]
     perturbed = perturbed_write(domain, task)
     return None if perturbed is None else [("assistant", a) for a in perturbed]
 
@@ -155,8 +163,12 @@ def _check_parity(jobs: list[tuple[str, str, int, int, int]], monkeypatch) -> di
         for task_id, ours, theirs, bad_ours, bad_theirs in rows:
             assert ours == theirs, (name, split, task_id, ours, theirs)
             assert bad_ours == bad_theirs, (name, split, task_id, bad_ours, bad_theirs)
-            for key, counts in (("tasks", True), ("gold scores 1", ours == 1.0), ("perturbed", bad_ours is not None),
-                                ("perturbed scores 0", bad_ours == 0.0)):
+            for key, counts in (
+                ("tasks", True),
+                ("gold scores 1", ours == 1.0),
+                ("perturbed", bad_ours is not None),
+                ("perturbed scores 0", bad_ours == 0.0),
+            ):
                 checked[f"{name} {key}"] = checked.get(f"{name} {key}", 0) + int(counts)
     return checked
 
@@ -187,9 +199,21 @@ def test_known_issues_table_of_tau2_gold_solutions():
     table = {(name, split): gold_issues(name, split) for name in TAU2_DOMAINS for split in ("train", "test")}
     failing = {key: sum(1 for i in issues if i.failing_calls) for key, issues in table.items()}
     no_write = {key: sum(1 for i in issues if not i.distinguishing_write) for key, issues in table.items()}
-    assert failing == {("tau2-airline", "train"): 0, ("tau2-airline", "test"): 0, ("tau2-retail", "train"): 12,
-                       ("tau2-retail", "test"): 6, ("tau2-telecom", "train"): 0, ("tau2-telecom", "test"): 0}
-    assert no_write == {("tau2-airline", "train"): 14, ("tau2-airline", "test"): 6, ("tau2-retail", "train"): 7,
-                        ("tau2-retail", "test"): 4, ("tau2-telecom", "train"): 8, ("tau2-telecom", "test"): 12}
+    assert failing == {
+        ("tau2-airline", "train"): 0,
+        ("tau2-airline", "test"): 0,
+        ("tau2-retail", "train"): 12,
+        ("tau2-retail", "test"): 6,
+        ("tau2-telecom", "train"): 0,
+        ("tau2-telecom", "test"): 0,
+    }
+    assert no_write == {
+        ("tau2-airline", "train"): 14,
+        ("tau2-airline", "test"): 6,
+        ("tau2-retail", "train"): 7,
+        ("tau2-retail", "test"): 4,
+        ("tau2-telecom", "train"): 8,
+        ("tau2-telecom", "test"): 12,
+    }
     retail = table[("tau2-retail", "test")]
     assert any("Non-delivered order cannot be exchanged" in call for i in retail for call in i.failing_calls)

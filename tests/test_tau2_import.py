@@ -11,9 +11,9 @@ from tau2_helpers import needs_tau2, run_in_castdata
 
 from castdata.envs import load_domain
 from castdata.envs.known_issues import perturbed_write
+from castdata.envs.tau2_reference import simulation
 from castdata.report import summarize
 from castdata.rollout.store import read_trajectories
-from castdata.envs.tau2_reference import simulation
 
 pytestmark = needs_tau2
 
@@ -23,10 +23,15 @@ def _results(domain_name: str, simulations: list, tasks: list):
     from tau2.environment.environment import EnvironmentInfo
 
     domain = load_domain(domain_name)
-    info = Info(git_commit="test", num_trials=1, max_steps=50, max_errors=10,
-                user_info=UserInfo(implementation="user_simulator", llm="gpt-4.1"),
-                agent_info=AgentInfo(implementation="llm_agent", llm="gpt-4.1-mini"),
-                environment_info=EnvironmentInfo(domain_name=domain.short, policy=domain.policy))
+    info = Info(
+        git_commit="test",
+        num_trials=1,
+        max_steps=50,
+        max_errors=10,
+        user_info=UserInfo(implementation="user_simulator", llm="gpt-4.1"),
+        agent_info=AgentInfo(implementation="llm_agent", llm="gpt-4.1-mini"),
+        environment_info=EnvironmentInfo(domain_name=domain.short, policy=domain.policy),
+    )
     return Results(info=info, tasks=tasks, simulations=simulations)
 
 
@@ -39,8 +44,12 @@ def _write_results(tmp_path: Path) -> tuple[Path, Path]:
     tampered, _ = run_in_castdata(retail, task, retail.gold_calls(task), said)
     tool = next(i for i, m in enumerate(tampered) if m.role == "tool" and m.content.startswith("{"))
     tampered[tool] = tampered[tool].model_copy(update={"content": json.dumps({"status": "invented"})})
-    sims = [simulation(source.id, gold, 0, reward=0.0), simulation(source.id, bad, 1, reward=1.0),
-            simulation(source.id, tampered, 2, reward=1.0), simulation("no-such-task", gold, 3, reward=1.0)]
+    sims = [
+        simulation(source.id, gold, 0, reward=0.0),
+        simulation(source.id, bad, 1, reward=1.0),
+        simulation(source.id, tampered, 2, reward=1.0),
+        simulation("no-such-task", gold, 3, reward=1.0),
+    ]
     retail_file = tmp_path / "retail_results.json"
     retail_file.write_text(_results("tau2-retail", sims, [source]).model_dump_json())
     telecom = load_domain("tau2-telecom")
@@ -67,8 +76,13 @@ def test_import_recomputes_rewards_checks_reproduction_and_is_idempotent(tmp_pat
     files = _write_results(tmp_path)
     out = tmp_path / "run"
     manifest = _import(list(files), out)
-    assert manifest["counts"] == {"imported": 4, "already_imported": 0, "not_reproduced": 1, "unknown_task": 1,
-                                  "finished": 4}
+    assert manifest["counts"] == {
+        "imported": 4,
+        "already_imported": 0,
+        "not_reproduced": 1,
+        "unknown_task": 1,
+        "finished": 4,
+    }
     records = {(r.domain, r.trial): r for r in read_trajectories(out)}
     gold, bad, tampered = (records[("tau2-retail", trial)] for trial in range(3))
     assert gold.imported.source_reward == 0.0 and gold.outcome.reward == 1.0 and gold.counts_for_pass_k

@@ -16,7 +16,11 @@ CASES = {
     "one call": (f"<tool_call>\n{ORDER}\n</tool_call>", ("", [("get_order_details", {"order_id": "#W1"}, None)], None)),
     "two calls": (
         f"<tool_call>\n{USER}\n</tool_call>\n<tool_call>\n{ORDER}\n</tool_call>",
-        ("", [("find_user_id_by_email", {"email": "a@b.c"}, None), ("get_order_details", {"order_id": "#W1"}, None)], None),
+        (
+            "",
+            [("find_user_id_by_email", {"email": "a@b.c"}, None), ("get_order_details", {"order_id": "#W1"}, None)],
+            None,
+        ),
     ),
     "text around": (
         f"Let me check.\n<tool_call>{ORDER}</tool_call>\nOne moment.",
@@ -43,7 +47,10 @@ CASES = {
         '<tool_call>{"name": "f", "arguments": "{\\"x\\": 1}"}</tool_call>',
         ("", [("f", {"x": 1}, '{"x": 1}')], None),
     ),
-    "arguments not an object": ('<tool_call>{"name": "f", "arguments": [1, 2]}</tool_call>', ("", [("f", None, "[1, 2]")], None)),
+    "arguments not an object": (
+        '<tool_call>{"name": "f", "arguments": [1, 2]}</tool_call>',
+        ("", [("f", None, "[1, 2]")], None),
+    ),
     "no arguments": ('<tool_call>{"name": "list_all"}</tool_call>', ("", [("list_all", {}, "{}")], None)),
     "a good call after a broken one": (
         f"<tool_call>{{oops</tool_call><tool_call>{ORDER}</tool_call>",

@@ -17,8 +17,14 @@ from castdata.view import write_view
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"]
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 PLANTED = "<script>window.__planted = 'message'</script><img src=x onerror=\"window.__planted = 'img'\">"
 PLANTED_MODEL = "noisy</script><script>window.__planted = 'index'</script>"
 PLANTED_RATIONALE = "</script><b onmouseover=\"window.__planted = 'label'\">bold?</b>"
@@ -54,15 +60,34 @@ def run(tmp_path_factory) -> Path:
             record["messages"][1]["content"] = PLANTED
             record["agent"]["model"] = PLANTED_MODEL
         if record["id"] == FLAGGED:
-            record["imported"] = {"format": "tau-bench", "file": "results.json", "sha256": "0" * 64, "index": 0,
-                                  "source_task_id": 3, "source_trial": 0, "source_reward": 1.0, "task_match": "same",
-                                  "reproduced": True}
+            record["imported"] = {
+                "format": "tau-bench",
+                "file": "results.json",
+                "sha256": "0" * 64,
+                "index": 0,
+                "source_task_id": 3,
+                "source_trial": 0,
+                "source_reward": 1.0,
+                "task_match": "same",
+                "reproduced": True,
+            }
         if record["id"] == failed:
             proposed = record["messages"][step]
-            CHOSEN["proposed"] = proposed["tool_calls"][0]["function"]["name"] + "(" if proposed.get("tool_calls") \
+            CHOSEN["proposed"] = (
+                proposed["tool_calls"][0]["function"]["name"] + "("
+                if proposed.get("tool_calls")
                 else proposed["content"][:40]
-            record["interceptions"] = [{"step": step, "attempt": 1, "proposed": proposed, "verdict": "invalid",
-                                        "critique": CRITIQUE, "revised": None}]
+            )
+            record["interceptions"] = [
+                {
+                    "step": step,
+                    "attempt": 1,
+                    "proposed": proposed,
+                    "verdict": "invalid",
+                    "critique": CRITIQUE,
+                    "revised": None,
+                }
+            ]
 
     def plant_label(record):
         if record["trajectory_id"] == failed and record["first_critical_error"]:
@@ -111,15 +136,23 @@ def test_planted_markup_never_reaches_the_html_raw(page):
 def _failures(run: Path, category: str | None = None) -> list[str]:
     """The failed episodes of the run (with an invalid label of `category`), in file order."""
     labels = read_labels(run)
-    return [t.id for t in read_trajectories(run) if t.outcome.reward < 1.0 and (
-        category is None or any(category in label.categories for label in labels.get(t.id, [])
-                                if label.verdict == "invalid"))]
+    return [
+        t.id
+        for t in read_trajectories(run)
+        if t.outcome.reward < 1.0
+        and (
+            category is None
+            or any(category in label.categories for label in labels.get(t.id, []) if label.verdict == "invalid")
+        )
+    ]
 
 
 def test_filters_and_one_episode(run, tmp_path):
     out = tmp_path / "failed.html"
     written = write_view(run, out, filters=["outcome=failure", f"category={CHOSEN['category']},policy_violation"])
-    expected = [i for i in _failures(run) if i in set(_failures(run, CHOSEN["category"]) + _failures(run, "policy_violation"))]
+    expected = [
+        i for i in _failures(run) if i in set(_failures(run, CHOSEN["category"]) + _failures(run, "policy_violation"))
+    ]
     assert written["episodes"] == len(expected) and CHOSEN["failed"] in expected
     assert [row["id"] for row in embedded_index(out.read_text())["rows"]] == expected
     write_view(run, out, filters=["user_fault=true"])
@@ -143,17 +176,21 @@ def test_a_dataset_folder_shows_the_same_episodes(run, page, tmp_path):
     assert sorted(row["id"] for row in rows) == sorted(from_run)
     assert {row["dataset_split"] for row in rows} == {"test"}
     for row in rows:
-        assert {k: v for k, v in row.items() if k not in ("dataset_split", "chunk")} == \
-            {k: v for k, v in from_run[row["id"]].items() if k not in ("dataset_split", "chunk")}
+        assert {k: v for k, v in row.items() if k not in ("dataset_split", "chunk")} == {
+            k: v for k, v in from_run[row["id"]].items() if k not in ("dataset_split", "chunk")
+        }
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["view", "{tmp}"], "{tmp}: neither a run directory"),
-    (["view", "{run}", "--episode", "retail.test.9.9"], "--episode retail.test.9.9: no such episode in {run}"),
-    (["view", "{run}", "--filter", "colour=red"], "--filter 'colour=red': unknown field 'colour'"),
-    (["view", "{run}", "--filter", "domain"], "--filter 'domain': expected KEY=VALUE"),
-    (["view", "{run}", "--filter", "domain=airline"], "--filter domain=airline: no episode of {run} passes"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["view", "{tmp}"], "{tmp}: neither a run directory"),
+        (["view", "{run}", "--episode", "retail.test.9.9"], "--episode retail.test.9.9: no such episode in {run}"),
+        (["view", "{run}", "--filter", "colour=red"], "--filter 'colour=red': unknown field 'colour'"),
+        (["view", "{run}", "--filter", "domain"], "--filter 'domain': expected KEY=VALUE"),
+        (["view", "{run}", "--filter", "domain=airline"], "--filter domain=airline: no episode of {run} passes"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(run, tmp_path, args, message):
     where = {"tmp": str(tmp_path), "run": str(run)}
     result = CliRunner().invoke(app, [arg.format(**where) for arg in args] + ["--out", str(tmp_path / "x.html")])
@@ -255,4 +292,3 @@ def test_browser_planted_script_does_not_run(page, tab):
 
 def _in_viewport(locator) -> bool:
     return locator.evaluate("e => { const r = e.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; }")
-

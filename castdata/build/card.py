@@ -24,7 +24,13 @@ CARD = "README.md"
 TEMPLATE = "README.md.jinja"
 TASK_CATEGORIES = ["text-generation", "text-classification"]
 TAGS = ["agents", "tool-calling", "tau-bench", "critic", "process-reward-model", "sft", "dpo", "trl", "castdata"]
-_SIZES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"))
+_SIZES = (
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+)
 
 
 def templates_dir() -> Path:
@@ -57,7 +63,9 @@ def front_matter(manifest: dict) -> dict:
         }
         for config, splits in manifest["configs"].items()
     ]
-    largest = max((sum(entry["rows"] for entry in splits.values()) for splits in manifest["configs"].values()), default=0)
+    largest = max(
+        (sum(entry["rows"] for entry in splits.values()) for splits in manifest["configs"].values()), default=0
+    )
     return {
         "pretty_name": manifest["pretty_name"],
         "license": manifest["license"],
@@ -81,7 +89,10 @@ def render_card(manifest: dict, release: dict | None = None) -> str:
     env.filters["yaml"] = lambda value: yaml.safe_dump(value, sort_keys=False, allow_unicode=True)
     categories = manifest["stats"]["labels"]["categories"]
     totals = {name: sum(counts.get(name, 0) for counts in categories.values()) for name in CATEGORIES}
-    schemas = {config: {column: type_name(feature) for column, feature in CONFIGS[config].items()} for config in manifest["configs"]}
+    schemas = {
+        config: {column: type_name(feature) for column, feature in CONFIGS[config].items()}
+        for config in manifest["configs"]
+    }
     return env.get_template(TEMPLATE).render(
         m=manifest,
         front_matter=front_matter(manifest),

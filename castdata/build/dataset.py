@@ -56,7 +56,9 @@ class _Contexts:
             clauses: list[Clause] = self.clauses.get(t.domain, [])
             policy_sha = hashlib.sha256(t.messages[0]["content"].encode()).hexdigest()
             if not clauses or clauses[0].policy_sha256 != policy_sha:
-                raise InputError(f"{self.run_dir}: the policy clause table has no clauses for {t.domain}'s policy; relabel the run")
+                raise InputError(
+                    f"{self.run_dir}: the policy clause table has no clauses for {t.domain}'s policy; relabel the run"
+                )
             context = context_block(clauses, t.tools)
             self._by_domain[t.domain] = (critic.system_prompt(context), context)
         return self._by_domain[t.domain]
@@ -100,7 +102,9 @@ def build_dataset(
         raise InputError(f"run directories need distinct names (rows cite them): {', '.join(names)}")
     run_manifests = [read_manifest(run_dir) for run_dir in run_dirs]
     staging = _staging(out)
-    writers = {config: ConfigWriter(staging, config, features, options.shard_rows) for config, features in CONFIGS.items()}
+    writers = {
+        config: ConfigWriter(staging, config, features, options.shard_rows) for config, features in CONFIGS.items()
+    }
     models: dict[str, dict] = {}
     seen: set[str] = set()  # the same episode in two runs (a copied or re-imported run) is built once
     duplicates = 0
@@ -114,7 +118,10 @@ def build_dataset(
                 continue
             seen.add(fingerprint)
             for role, spec in (("agent", t.agent), ("user", t.user)):
-                models.setdefault(f"{role} {spec.model_dump_json()}", {"role": role, "model": spec.label, "spec": spec.model_dump(mode="json")})
+                models.setdefault(
+                    f"{role} {spec.model_dump_json()}",
+                    {"role": role, "model": spec.label, "spec": spec.model_dump(mode="json")},
+                )
             split = split_of(t.domain, t.split, t.task_id, options.validation_fraction)
             for config, rows in _rows(episode, contexts, options).items():
                 for row in rows:
@@ -137,11 +144,25 @@ def build_dataset(
     return manifest
 
 
-def _manifest(root: Path, files: stats.Files, card_stats: dict, options: BuildOptions, run_dirs: list[Path], run_manifests: list[dict], models: list[dict]) -> dict:
+def _manifest(
+    root: Path,
+    files: stats.Files,
+    card_stats: dict,
+    options: BuildOptions,
+    run_dirs: list[Path],
+    run_manifests: list[dict],
+    models: list[dict],
+) -> dict:
     """`castdata.json`: configs and their files, the card's statistics, build options, runs, models, file hashes."""
     rows = stats.row_counts(files)
-    relative = {config: {split: [p.relative_to(root).as_posix() for p in paths] for split, paths in splits.items()} for config, splits in files.items()}
-    every_file = sorted([path for splits in relative.values() for paths in splits.values() for path in paths] + [plots.PASS_K_PNG, plots.CATEGORIES_PNG])
+    relative = {
+        config: {split: [p.relative_to(root).as_posix() for p in paths] for split, paths in splits.items()}
+        for config, splits in files.items()
+    }
+    every_file = sorted(
+        [path for splits in relative.values() for paths in splits.values() for path in paths]
+        + [plots.PASS_K_PNG, plots.CATEGORIES_PNG]
+    )
     return {
         "schema": DATASET_SCHEMA,
         "pretty_name": options.pretty_name,
@@ -152,7 +173,11 @@ def _manifest(root: Path, files: stats.Files, card_stats: dict, options: BuildOp
         },
         "build": options.model_dump(mode="json", exclude={"out"}),
         "configs": {
-            config: {split: {"rows": rows[config][split], "files": relative[config][split]} for split in SPLITS if split in relative[config]}
+            config: {
+                split: {"rows": rows[config][split], "files": relative[config][split]}
+                for split in SPLITS
+                if split in relative[config]
+            }
             for config in CONFIGS
             if config in relative
         },
@@ -162,7 +187,9 @@ def _manifest(root: Path, files: stats.Files, card_stats: dict, options: BuildOp
             {
                 "name": run_dir.name,
                 **{key: m.get(key) for key in ("config", "config_fingerprint", "versions", "counts", "import")},
-                "sources": [{k: src[k] for k in ("name", "sha256", "entries", "imported")} for src in m.get("sources", [])],
+                "sources": [
+                    {k: src[k] for k in ("name", "sha256", "entries", "imported")} for src in m.get("sources", [])
+                ],
                 "label_stats": read_label_stats(run_dir),
             }
             for run_dir, m in zip(run_dirs, run_manifests)

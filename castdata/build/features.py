@@ -76,7 +76,14 @@ CONFIGS: dict[str, Features] = {
                 {"kind": STRING, "step": INT, "outcome_breaking": BOOL, "detail": STRING, "intercepted": BOOL}
             ),
             "interceptions": List(
-                {"step": INT, "attempt": INT, "proposed": Json(), "verdict": STRING, "critique": STRING, "revised": Json()}
+                {
+                    "step": INT,
+                    "attempt": INT,
+                    "proposed": Json(),
+                    "verdict": STRING,
+                    "critique": STRING,
+                    "revised": Json(),
+                }
             ),
             "imported": Json(),  # where an imported episode came from, and whether it reproduces (null if collected)
             "user_tool_calls": List(
@@ -186,9 +193,11 @@ def _encoder(feature: Any) -> Callable[[Any], Any] | None:
         parts = {name: _encoder(sub) for name, sub in feature.items()}
         if not any(parts.values()):
             return None
-        return lambda value: None if value is None else {
-            name: value.get(name) if part is None else part(value.get(name)) for name, part in parts.items()
-        }
+        return lambda value: (
+            None
+            if value is None
+            else {name: value.get(name) if part is None else part(value.get(name)) for name, part in parts.items()}
+        )
     return None
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402 - after choosing the headless backend
+import matplotlib.pyplot as plt
 
 PASS_K_PNG = "plots/pass_k.png"
 CATEGORIES_PNG = "plots/error_categories.png"

@@ -59,7 +59,10 @@ def sft_rows(episode: Episode, critique_aware: bool) -> Iterator[dict[str, Any]]
     for label in corrections(episode):
         reasoning = critique_reasoning(label) if critique_aware else None
         yield {
-            "messages": [*trajectory.messages[: label.step], action_message(label.expected_action, label.step, reasoning)],
+            "messages": [
+                *trajectory.messages[: label.step],
+                action_message(label.expected_action, label.step, reasoning),
+            ],
             "tools": trajectory.tools,
             "chat_template_kwargs": {"enable_thinking": critique_aware},
             **episode.identity,

@@ -19,7 +19,9 @@ def _where(episode: Episode) -> dict[str, Any]:
 
 def trajectory_row(episode: Episode) -> dict[str, Any]:
     """The episode as one row."""
-    record = episode.trajectory.model_dump(mode="json", exclude={"schema_", "id", "domain", "split", "task_id", "trial"})
+    record = episode.trajectory.model_dump(
+        mode="json", exclude={"schema_", "id", "domain", "split", "task_id", "trial"}
+    )
     return {**_where(episode), **record, "user_model": episode.trajectory.user.label}
 
 
@@ -28,4 +30,9 @@ def label_rows(episode: Episode) -> Iterator[dict[str, Any]]:
     where = _where(episode)
     for step in sorted(episode.labels or {}):
         label = episode.labels[step]
-        yield {**where, **label.model_dump(mode="json", exclude={"schema_", "trajectory_id", "domain", "split", "task_id", "trial"})}
+        yield {
+            **where,
+            **label.model_dump(
+                mode="json", exclude={"schema_", "trajectory_id", "domain", "split", "task_id", "trial"}
+            ),
+        }

@@ -20,7 +20,6 @@ from castdata.records import Trajectory
 from castdata.rollout.store import MANIFEST, iter_trajectories
 
 
-
 @dataclass
 class Episode:
     """One episode of one run; `labels` by message index, None when the labeler left the episode out."""

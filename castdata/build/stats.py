@@ -7,7 +7,6 @@ agent model per domain and benchmark split (from `trajectories`, infrastructure 
 from __future__ import annotations
 
 import json
-
 from collections import Counter
 from pathlib import Path
 
@@ -36,7 +35,9 @@ def _reproduced(imported: str | dict | None) -> bool:
 def row_counts(files: Files) -> dict[str, dict[str, int]]:
     """Rows per config and split, from the Parquet footers."""
     return {
-        config: {split: sum(pq.ParquetFile(path).metadata.num_rows for path in paths) for split, paths in splits.items()}
+        config: {
+            split: sum(pq.ParquetFile(path).metadata.num_rows for path in paths) for split, paths in splits.items()
+        }
         for config, splits in files.items()
     }
 
@@ -68,7 +69,8 @@ def pass_k(files: Files) -> list[dict]:
             "success": [outcome["reward"] == 1.0 for outcome in data["outcome"]],
             "termination": [outcome["termination_reason"] for outcome in data["outcome"]],
             "counted": [
-                outcome["termination_reason"] != "infrastructure_error" and outcome.get("excluded") is None
+                outcome["termination_reason"] != "infrastructure_error"
+                and outcome.get("excluded") is None
                 and _reproduced(imported)
                 for outcome, imported in zip(data["outcome"], data["imported"])
             ],

@@ -55,7 +55,9 @@ def _check_files(root: Path, manifest: dict) -> None:
         if not (root / path).is_file():
             raise InvalidDataset(f"{root}: {path} is listed in {MANIFEST} but missing")
         if file_digest(root / path) != expected:
-            raise InvalidDataset(f"{root}: {path} does not match the sha256 and size in {MANIFEST} (changed after the build?)")
+            raise InvalidDataset(
+                f"{root}: {path} does not match the sha256 and size in {MANIFEST} (changed after the build?)"
+            )
     for path in root.rglob("*"):
         relative = path.relative_to(root).as_posix()
         if path.suffix in DATA_SUFFIXES and relative not in listed:

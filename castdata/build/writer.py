@@ -67,5 +67,8 @@ class ConfigWriter:
             if state.writer is not None:
                 state.writer.close()
             count = len(state.shards)
-            done[split] = [path.rename(path.with_name(f"{split}-{i:05d}-of-{count:05d}.parquet")) for i, path in enumerate(state.shards)]
+            done[split] = [
+                path.rename(path.with_name(f"{split}-{i:05d}-of-{count:05d}.parquet"))
+                for i, path in enumerate(state.shards)
+            ]
         return done

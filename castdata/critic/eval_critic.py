@@ -29,6 +29,7 @@ from castdata.config import ConfigError
 from castdata.critic.guard import Critic, Critique
 from castdata.envs import load_domain
 from castdata.errors import InputError
+from castdata.hub.local import local_split
 from castdata.label.policy import clause_table
 from castdata.label.schema import Label
 from castdata.label.verify import verify
@@ -36,7 +37,6 @@ from castdata.label.visible import View
 from castdata.models.base import EpisodeContext
 from castdata.records import Trajectory
 from castdata.rollout.store import MANIFEST as RUN_MANIFEST
-from castdata.hub.local import local_split
 
 NOT_GROUNDING = {"verdict_mismatch", "wrong_action"}
 
@@ -55,7 +55,11 @@ def labelled_episodes(data: Path, split: str) -> Iterator[Episode]:
     (default options) puts in that split."""
     if (data / RUN_MANIFEST).is_file():
         fraction = BuildOptions().validation_fraction
-        return (e for e in iter_episodes(data) if split_of(e.trajectory.domain, e.trajectory.split, e.trajectory.task_id, fraction) == split)
+        return (
+            e
+            for e in iter_episodes(data)
+            if split_of(e.trajectory.domain, e.trajectory.split, e.trajectory.task_id, fraction) == split
+        )
     if (data / DATASET_MANIFEST).is_file():
         return _dataset_episodes(data, split)
     raise InputError(f"{data}: neither a run directory nor a castdata dataset folder")
@@ -158,7 +162,9 @@ def metrics(judged: list[Judged]) -> dict:
     }
 
 
-def evaluate_critic(critic: Critic, data: Path, split: str = "test", limit: int | None = None, concurrency: int = 8) -> dict:
+def evaluate_critic(
+    critic: Critic, data: Path, split: str = "test", limit: int | None = None, concurrency: int = 8
+) -> dict:
     """Judge the labelled actions of `data` with `critic` and return the metrics."""
     todo = cases(labelled_episodes(data, split), limit)
     if not todo:
@@ -178,7 +184,10 @@ def print_metrics(result: dict) -> None:
         ("invalid: precision / recall / F1", " / ".join(_shown(invalid[k]) for k in ("precision", "recall", "f1"))),
         ("invalid: labelled / flagged", f"{invalid['support']} / {invalid['flagged']}"),
         ("first error located", f"{first['located']} of {first['episodes']} ({_shown(first['accuracy'])})"),
-        ("rationales failing grounding", f"{grounding['failing']} of {grounding['checked']} ({_shown(grounding['rate'])})"),
+        (
+            "rationales failing grounding",
+            f"{grounding['failing']} of {grounding['checked']} ({_shown(grounding['rate'])})",
+        ),
         ("unusable answers", str(result["unparseable"])),
     ]
     table = Table(title=f"critic on {result['data']} ({result['split']})")

@@ -34,7 +34,9 @@ class Critique:
 class Critic(Protocol):
     """Judges a proposed agent action from what the agent has seen (`messages`, the episode's transcript)."""
 
-    async def judge(self, ctx: EpisodeContext, messages: list[dict[str, Any]], proposed: dict[str, Any]) -> Critique: ...
+    async def judge(
+        self, ctx: EpisodeContext, messages: list[dict[str, Any]], proposed: dict[str, Any]
+    ) -> Critique: ...
 
     async def aclose(self) -> None: ...
 
@@ -44,7 +46,11 @@ def proposal_message(reply: Reply) -> dict[str, Any]:
     if not reply.tool_calls:
         return {"role": "assistant", "content": reply.content or ""}
     calls = [
-        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments if c.arguments is None else c.arguments}}
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": c.raw_arguments if c.arguments is None else c.arguments},
+        }
         for c in reply.tool_calls
     ]
     return {"role": "assistant", "content": reply.content or None, "tool_calls": calls}
@@ -91,7 +97,14 @@ class GuardedAgent:
             critique = await self.guard.critic.judge(self.ctx, messages, proposed)
             if critique.verdict != "invalid":
                 break
-            record = Interception(step=len(messages), attempt=attempt, proposed=proposed, verdict="invalid", critique=critique.text, revised=None)
+            record = Interception(
+                step=len(messages),
+                attempt=attempt,
+                proposed=proposed,
+                verdict="invalid",
+                critique=critique.text,
+                revised=None,
+            )
             self.interceptions.append(record)
             if attempt > self.guard.max_revisions:
                 break

@@ -44,10 +44,10 @@ def parse_critique(text: str) -> Critique:
     """A critic's answer as a Critique; verdict None when it holds no valid critique object."""
     start, end = text.find("{"), text.rfind("}")
     try:
-        structured = CritiqueJSON.model_validate(json.loads(text[start:end + 1]))
+        structured = CritiqueJSON.model_validate(json.loads(text[start : end + 1]))
     except (ValueError, ValidationError):
         return Critique(verdict=None, text=text)
-    return Critique(verdict=structured.verdict, text=text[start:end + 1], structured=structured)
+    return Critique(verdict=structured.verdict, text=text[start : end + 1], structured=structured)
 
 
 class ModelCritic:
@@ -58,7 +58,9 @@ class ModelCritic:
         self.schema = critique_schema()
         self._systems: dict[str, str] = {}
 
-    def prompt(self, ctx: EpisodeContext, messages: list[dict[str, Any]], proposed: dict[str, Any]) -> list[dict[str, str]]:
+    def prompt(
+        self, ctx: EpisodeContext, messages: list[dict[str, Any]], proposed: dict[str, Any]
+    ) -> list[dict[str, str]]:
         """The critic's messages for `proposed` after `messages`, rendered as the `critic_sft` builder renders them."""
         domain = ctx.domain
         if domain.name not in self._systems:

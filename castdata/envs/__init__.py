@@ -3,4 +3,4 @@
 from castdata.envs.catalog import DOMAINS, SPLITS
 from castdata.envs.domain import RESPOND, Domain, Score, Task, ToolResult, UnknownName, load_domain
 
-__all__ = ["DOMAINS", "SPLITS", "RESPOND", "Domain", "Score", "Task", "ToolResult", "UnknownName", "load_domain"]
+__all__ = ["DOMAINS", "RESPOND", "SPLITS", "Domain", "Score", "Task", "ToolResult", "UnknownName", "load_domain"]

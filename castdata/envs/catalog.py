@@ -68,9 +68,7 @@ CATALOG: dict[str, DomainCatalog] = {
     "retail": RETAIL,
     "airline": AIRLINE,
     "telecom": DomainCatalog(
-        write_tools=frozenset(
-            {"add_device", "create_support_ticket", "manage_billing", "manage_service"}
-        ),
+        write_tools=frozenset({"add_device", "create_support_ticket", "manage_billing", "manage_service"}),
         transfer_tool=None,
         auth_tools=frozenset({"find_customer_by_email", "find_customer_by_phone"}),
         auth_hint="your email address or phone number",

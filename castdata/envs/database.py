@@ -141,7 +141,7 @@ class BaseDatabase:
     def __init__(self, tables: dict[str, dict[str, Any]], table: type[BaseTable] = BaseTable) -> None:
         self.tables = {name: table(records) for name, records in tables.items()}
 
-    def episode(self) -> "EpisodeDatabase":
+    def episode(self) -> EpisodeDatabase:
         """A private, copy-on-write view for one episode."""
         return EpisodeDatabase(self)
 

@@ -126,8 +126,12 @@ class Domain:
         if split not in self._tasks:
             module = self._task_module(split)
             if module is None:
-                raise UnknownName(f"split: unknown split '{split}' for domain '{self.name}'; allowed: {', '.join(self.splits())}")
-            raw = next(value for key, value in vars(module).items() if key.startswith("TASKS") and isinstance(value, list))
+                raise UnknownName(
+                    f"split: unknown split '{split}' for domain '{self.name}'; allowed: {', '.join(self.splits())}"
+                )
+            raw = next(
+                value for key, value in vars(module).items() if key.startswith("TASKS") and isinstance(value, list)
+            )
             self._tasks[split] = tuple(
                 Task(
                     domain=self.name,
@@ -146,7 +150,9 @@ class Domain:
         """One task by split and id."""
         tasks = self.tasks(split)
         if not 0 <= index < len(tasks):
-            raise UnknownName(f"tasks: task id {index} out of range for {self.name}/{split}; allowed: 0..{len(tasks) - 1}")
+            raise UnknownName(
+                f"tasks: task id {index} out of range for {self.name}/{split}; allowed: 0..{len(tasks) - 1}"
+            )
         return tasks[index]
 
     @functools.cache

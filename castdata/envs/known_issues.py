@@ -82,7 +82,7 @@ def perturbed_write(domain: Domain, task: Task) -> list[Action] | None:
             perturbed = perturb_arguments(gold[index], visible, domain, random.Random(task.index), [key])
             if perturbed is None:
                 continue
-            candidate = gold[:index] + [perturbed[0]] + gold[index + 1 :]
+            candidate = [*gold[:index], perturbed[0], *gold[index + 1 :]]
             if not same_state(domain.base, domain.replay(candidate).changes(), target):
                 return candidate
     return None

@@ -29,7 +29,9 @@ def tau_trait_env(domain: str, split: str) -> Any:
         module_name, class_name = ENV_CLASSES[domain]
         env_class = getattr(importlib.import_module(module_name), class_name)
         if domain == "telecom" and split == "dev":  # tau-trait's telecom dev module names its list TASKS_TEST
-            return _with_tasks(env_class(user_strategy="human", user_model="none", task_split="test", task_index=0), domain, split)
+            return _with_tasks(
+                env_class(user_strategy="human", user_model="none", task_split="test", task_index=0), domain, split
+            )
         return env_class(user_strategy="human", user_model="none", task_split=split, task_index=0)
     finally:
         if placeholder:

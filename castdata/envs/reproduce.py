@@ -111,7 +111,10 @@ def tool_calls(messages: list[dict[str, Any]]) -> Iterator[tuple[int, str, Any]]
 
 
 def replay_transcript(
-    domain: Domain, messages: list[dict[str, Any]], extra: frozenset[str] = frozenset(), skip: frozenset[int] = frozenset()
+    domain: Domain,
+    messages: list[dict[str, Any]],
+    extra: frozenset[str] = frozenset(),
+    skip: frozenset[int] = frozenset(),
 ) -> Reproduction:
     """Execute every tool call of `messages` (except at the steps in `skip`: calls that never ran) on a fresh
     database under the episode clock, comparing each result with the recorded one."""
@@ -132,9 +135,12 @@ def replay_transcript(
                 values = {record: record_value(reproduction.db, record) for record in changed}
             call = ReplayedCall(step, name, arguments, result, recorded, executed, changed, values)
             reproduction.calls.append(call)
-            if recorded is not None and reproduction.first_mismatch is None:
-                if not same_observation(recorded, result.observation, reproduction.renamed_fields):
-                    reproduction.first_mismatch = call
+            if (
+                recorded is not None
+                and reproduction.first_mismatch is None
+                and not same_observation(recorded, result.observation, reproduction.renamed_fields)
+            ):
+                reproduction.first_mismatch = call
     return reproduction
 
 

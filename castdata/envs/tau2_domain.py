@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
@@ -105,8 +106,9 @@ class Tau2Domain(Domain):
     """A tau2-bench domain (`tau2-airline`, `tau2-retail`, `tau2-telecom`), loaded once per process."""
 
     # tau2 scores an episode only when the agent or the user ended it (`evaluate_simulation`)
-    zero_reward_terminations = frozenset({"max_steps", "too_many_errors", "agent_error", "user_error",
-                                          "infrastructure_error"})
+    zero_reward_terminations = frozenset(
+        {"max_steps", "too_many_errors", "agent_error", "user_error", "infrastructure_error"}
+    )
 
     def __init__(self, name: str) -> None:  # tau2 data, not tau-trait modules: Domain.__init__ is not run
         self.name = name
@@ -201,8 +203,16 @@ class Tau2Domain(Domain):
             else:
                 user.append((before, Action(name=action.name, kwargs=action.arguments)))
         outputs = tuple(criteria.communicate_info or []) if criteria is not None else ()
-        return Task(self.name, split, index, _user_id(source, agent), str(source.user_scenario), tuple(agent),
-                    outputs, tuple(user))
+        return Task(
+            self.name,
+            split,
+            index,
+            _user_id(source, agent),
+            str(source.user_scenario),
+            tuple(agent),
+            outputs,
+            tuple(user),
+        )
 
     def source(self, task: Task) -> Any:
         """tau2's own task object behind a castdata task."""
@@ -248,10 +258,8 @@ class Tau2Domain(Domain):
         task = self.task(split, index)
         db = self.new_database(task)
         for requestor, action in self.gold_calls(task):
-            try:
+            with contextlib.suppress(Exception):  # tau2 logs a failing gold call and goes on
                 db.env.make_tool_call(action.name, requestor=requestor, **action.kwargs)
-            except Exception:  # tau2 logs a failing gold call and goes on
-                pass
         return db.changes()
 
     def score(self, task: Task, db: Tau2Database, agent_messages: list[str]) -> Score:
@@ -268,10 +276,12 @@ class Tau2Domain(Domain):
             return Score(0.0, db_match, found, missing, excluded=NOT_SCORABLE)
         parts = {
             "DB": db_match,
-            "ENV_ASSERTION": all(db.env.run_env_assertion(a, raise_assertion_error=False)
-                                 for a in criteria.env_assertions or []),
-            "ACTION": all(any(gold.compare_with_tool_call(call) for call in db.calls)
-                          for gold in criteria.actions or []),
+            "ENV_ASSERTION": all(
+                db.env.run_env_assertion(a, raise_assertion_error=False) for a in criteria.env_assertions or []
+            ),
+            "ACTION": all(
+                any(gold.compare_with_tool_call(call) for call in db.calls) for gold in criteria.actions or []
+            ),
             "COMMUNICATE": not missing,
         }
         reward = 1.0 if all(parts[basis.value] for basis in criteria.reward_basis) else 0.0

@@ -19,8 +19,14 @@ def simulation(task_id: str, messages: list[Any], number: int = 0, reward: float
     from tau2.data_model.simulation import RewardInfo, SimulationRun, TerminationReason
 
     return SimulationRun(
-        id=f"sim-{task_id}-{number}", task_id=task_id, start_time="2025-01-01T00:00:00", end_time="2025-01-01T00:01:00",
-        duration=60.0, termination_reason=TerminationReason.USER_STOP, messages=messages, trial=number,
+        id=f"sim-{task_id}-{number}",
+        task_id=task_id,
+        start_time="2025-01-01T00:00:00",
+        end_time="2025-01-01T00:01:00",
+        duration=60.0,
+        termination_reason=TerminationReason.USER_STOP,
+        messages=messages,
+        trial=number,
         reward_info=None if reward is None else RewardInfo(reward=reward),
     )
 
@@ -31,8 +37,10 @@ def tool_turns(number: int, requestor: str, action: Action, observation: str, er
 
     call = ToolCall(id=f"c{number}", name=action.name, arguments=action.kwargs, requestor=requestor)
     kind = AssistantMessage if requestor == "assistant" else UserMessage
-    return [kind(role=requestor, content=None, tool_calls=[call]),
-            ToolMessage(id=call.id, role="tool", content=observation, requestor=requestor, error=error)]
+    return [
+        kind(role=requestor, content=None, tool_calls=[call]),
+        ToolMessage(id=call.id, role="tool", content=observation, requestor=requestor, error=error),
+    ]
 
 
 def evaluate(domain_short: str, source_task: Any, messages: list[Any]) -> float:
@@ -57,8 +65,9 @@ def tau2_episode(domain_short: str, source_task: Any, calls: list[tuple[str, Act
         env.set_state(state.initialization_data, state.initialization_actions, [])
     messages: list[Any] = []
     for number, (requestor, action) in enumerate(calls):
-        response = env.get_response(ToolCall(id=f"c{number}", name=action.name, arguments=action.kwargs,
-                                             requestor=requestor))
+        response = env.get_response(
+            ToolCall(id=f"c{number}", name=action.name, arguments=action.kwargs, requestor=requestor)
+        )
         messages += tool_turns(number, requestor, action, response.content or "", response.error)
     messages.append(AssistantMessage(role="assistant", content=said))
     return evaluate(domain_short, source_task, messages)

@@ -50,7 +50,9 @@ class Release:
 
     def describe(self) -> list[str]:
         """The plan, one line each: repo, commit, files with sizes, deletions, tag."""
-        lines = [f"repo: {self.repo} (dataset{', private' if self.private else ''}; {'exists' if self.repo_exists else 'will be created'})"]
+        lines = [
+            f"repo: {self.repo} (dataset{', private' if self.private else ''}; {'exists' if self.repo_exists else 'will be created'})"
+        ]
         lines.append(f'commit on main: "{self.message}", parent {self.parent or "(none: first commit)"}')
         for path, content in sorted(self.uploads.items()):
             size = len(content) if isinstance(content, bytes) else content.stat().st_size
@@ -85,18 +87,30 @@ def plan_release(dataset_dir: Path, repo: str, version: str, private: bool = Fal
     if exists:
         released = dict(list_versions(repo))
         if version in released:
-            raise VersionError(f"{repo}: version {version} is already released (tag {tag_of(version)} at {released[version][:12]}); publish a new version")
+            raise VersionError(
+                f"{repo}: version {version} is already released (tag {tag_of(version)} at {released[version][:12]}); publish a new version"
+            )
     release = Release(repo, version, private, exists, parent)
     info = {"repo": repo, "version": version}
     for path in sorted(p for p in dataset_dir.rglob("*") if p.is_file()):
         release.uploads[path.relative_to(dataset_dir).as_posix()] = path
     release.uploads[CARD] = render_card(manifest, info).encode()
-    release.uploads[MANIFEST] = (json.dumps({**manifest, "release": info}, indent=2, ensure_ascii=False) + "\n").encode()
+    release.uploads[MANIFEST] = (
+        json.dumps({**manifest, "release": info}, indent=2, ensure_ascii=False) + "\n"
+    ).encode()
     release.deletions = sorted(set(remote_files) - set(release.uploads) - KEEP_REMOTE)
     return release
 
 
-def publish(dataset_dir: Path, repo: str, version: str, *, private: bool = False, dry_run: bool = False, echo: Callable[[str], None] = print) -> Release:
+def publish(
+    dataset_dir: Path,
+    repo: str,
+    version: str,
+    *,
+    private: bool = False,
+    dry_run: bool = False,
+    echo: Callable[[str], None] = print,
+) -> Release:
     """Publish a dataset folder as release `version` of `repo` (see the module docstring)."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
@@ -110,7 +124,9 @@ def publish(dataset_dir: Path, repo: str, version: str, *, private: bool = False
             echo(line)
         return release
     api = HfApi()
-    operations = [CommitOperationAdd(path_in_repo=path, path_or_fileobj=content) for path, content in release.uploads.items()]
+    operations = [
+        CommitOperationAdd(path_in_repo=path, path_or_fileobj=content) for path, content in release.uploads.items()
+    ]
     operations += [CommitOperationDelete(path_in_repo=path) for path in release.deletions]
     with hub_errors(repo):
         if not release.repo_exists:

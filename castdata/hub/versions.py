@@ -45,5 +45,9 @@ def list_versions(repo: str) -> list[tuple[str, str]]:
 
     with hub_errors(check_repo_id(repo)):
         refs = HfApi().list_repo_refs(repo, repo_type="dataset")
-    found = [(tag.name[1:], tag.target_commit) for tag in refs.tags if tag.name.startswith("v") and SEMVER.fullmatch(tag.name[1:])]
+    found = [
+        (tag.name[1:], tag.target_commit)
+        for tag in refs.tags
+        if tag.name.startswith("v") and SEMVER.fullmatch(tag.name[1:])
+    ]
     return sorted(found, key=lambda item: version_key(item[0]))

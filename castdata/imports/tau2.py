@@ -31,13 +31,26 @@ from castdata.envs.tau2_import import tau2_module, tau2_version
 from castdata.errors import InputError, RunDirConflict
 from castdata.models.spec import ModelSpec
 from castdata.records import ImportMark, MessageMeta, Outcome, Privileged, Trajectory, UserToolCall, episode_id
-from castdata.rollout.store import MANIFEST, TRAJECTORIES, RecordWriter, finished_keys, iter_trajectories
-from castdata.rollout.store import trajectory_file, write_json
+from castdata.rollout.store import (
+    MANIFEST,
+    TRAJECTORIES,
+    RecordWriter,
+    finished_keys,
+    iter_trajectories,
+    trajectory_file,
+    write_json,
+)
 
 IMPORT_FORMAT = "tau2"
-TERMINATIONS = {"user_stop": "user_stop", "agent_stop": "agent_stop", "judge_stop": "user_stop",
-                "max_steps": "max_steps", "too_many_errors": "too_many_errors", "agent_error": "agent_error",
-                "user_error": "user_error"}
+TERMINATIONS = {
+    "user_stop": "user_stop",
+    "agent_stop": "agent_stop",
+    "judge_stop": "user_stop",
+    "max_steps": "max_steps",
+    "too_many_errors": "too_many_errors",
+    "agent_error": "agent_error",
+    "user_error": "user_error",
+}
 
 
 def import_tau2(files: list[Path], out: Path) -> dict:
@@ -64,9 +77,18 @@ def import_tau2(files: list[Path], out: Path) -> dict:
                     counts["already_imported" if task is not None else "unknown_task"] += 1
                     continue
                 key = (domain.name, task.split, task.index)
-                mark = ImportMark(format=IMPORT_FORMAT, file=Path(path).name, sha256=digest, index=index,
-                                  source_task_id=simulation.task_id, source_trial=simulation.trial or 0,
-                                  source_reward=None, task_match="same", reproduced=True, source_id=simulation.id)
+                mark = ImportMark(
+                    format=IMPORT_FORMAT,
+                    file=Path(path).name,
+                    sha256=digest,
+                    index=index,
+                    source_task_id=simulation.task_id,
+                    source_trial=simulation.trial or 0,
+                    source_reward=None,
+                    task_match="same",
+                    reproduced=True,
+                    source_id=simulation.id,
+                )
                 record = trajectory(domain, task, simulation, trials[key], agent, user, mark)
                 trials[key] += 1
                 seen.add(simulation.id)
@@ -80,8 +102,9 @@ def import_tau2(files: list[Path], out: Path) -> dict:
     return manifest
 
 
-def trajectory(domain: Tau2Domain, task, simulation: Any, trial: int, agent: ModelSpec, user: ModelSpec,
-               mark: ImportMark) -> Trajectory:
+def trajectory(
+    domain: Tau2Domain, task, simulation: Any, trial: int, agent: ModelSpec, user: ModelSpec, mark: ImportMark
+) -> Trajectory:
     """One tau2 simulation as a castdata record: replayed, checked and rescored (see the module docstring)."""
     db = domain.new_database(task)
     messages: list[dict[str, Any]] = [{"role": "system", "content": domain.policy}]
@@ -101,13 +124,26 @@ def trajectory(domain: Tau2Domain, task, simulation: Any, trial: int, agent: Mod
             if _loads(recorded) != _loads(result.observation):
                 mismatch = mismatch or f"tau2 message {number}: {call.name} returned another result on replay"
             if call.requestor == "user":
-                user_calls.append(UserToolCall(step=len(messages), id=call.id, name=call.name, arguments=call.arguments,
-                                               content=recorded, ok=result.ok))
+                user_calls.append(
+                    UserToolCall(
+                        step=len(messages),
+                        id=call.id,
+                        name=call.name,
+                        arguments=call.arguments,
+                        content=recorded,
+                        ok=result.ok,
+                    )
+                )
                 continue
             function = {"name": call.name, "arguments": call.arguments}
-            messages += [{"role": "assistant", "content": text, "tool_calls": [{"id": call.id, "type": "function",
-                                                                              "function": function}]},
-                         {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": recorded}]
+            messages += [
+                {
+                    "role": "assistant",
+                    "content": text,
+                    "tool_calls": [{"id": call.id, "type": "function", "function": function}],
+                },
+                {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": recorded},
+            ]
             meta += [when, when]
             continue
         if message.role not in ("assistant", "user"):
@@ -116,8 +152,11 @@ def trajectory(domain: Tau2Domain, task, simulation: Any, trial: int, agent: Mod
         if message.role == "assistant" and text:
             said.append(text)
         for index, call in enumerate(message.tool_calls or []):
-            calls[call.id] = (call, text if index == 0 else None, domain.execute(db, call.name, call.arguments,
-                                                                               call.requestor))
+            calls[call.id] = (
+                call,
+                text if index == 0 else None,
+                domain.execute(db, call.name, call.arguments, call.requestor),
+            )
         if text and not (message.role == "assistant" and message.tool_calls):
             messages.append({"role": message.role, "content": text})
             meta.append(when)
@@ -127,20 +166,36 @@ def trajectory(domain: Tau2Domain, task, simulation: Any, trial: int, agent: Mod
     termination = TERMINATIONS[simulation.termination_reason.value]
     claimed = simulation.reward_info.reward if simulation.reward_info is not None else None
     return Trajectory(
-        id=episode_id(domain.name, task.split, task.index, trial), domain=domain.name, split=task.split,
-        task_id=task.index, trial=trial, seed=simulation.seed or 0, agent=agent, user=user, tools=domain.tool_schemas,
-        messages=messages, meta=meta,
+        id=episode_id(domain.name, task.split, task.index, trial),
+        domain=domain.name,
+        split=task.split,
+        task_id=task.index,
+        trial=trial,
+        seed=simulation.seed or 0,
+        agent=agent,
+        user=user,
+        tools=domain.tool_schemas,
+        messages=messages,
+        meta=meta,
         outcome=Outcome(
-            reward=0.0 if termination in domain.zero_reward_terminations else score.reward, db_match=score.db_match,
-            outputs_found=list(score.outputs_found), outputs_missing=list(score.outputs_missing),
-            termination_reason=termination, excluded=f"not reproduced: {mismatch}" if mismatch else score.excluded,
+            reward=0.0 if termination in domain.zero_reward_terminations else score.reward,
+            db_match=score.db_match,
+            outputs_found=list(score.outputs_found),
+            outputs_missing=list(score.outputs_missing),
+            termination_reason=termination,
+            excluded=f"not reproduced: {mismatch}" if mismatch else score.excluded,
         ),
-        privileged=Privileged(user_id=task.user_id, instruction=task.instruction, gold_actions=list(task.actions),
-                              required_outputs=list(task.outputs),
-                              user_gold_actions=[action for _, action in task.user_actions]),
+        privileged=Privileged(
+            user_id=task.user_id,
+            instruction=task.instruction,
+            gold_actions=list(task.actions),
+            required_outputs=list(task.outputs),
+            user_gold_actions=[action for _, action in task.user_actions],
+        ),
         user_tool_calls=user_calls,
         imported=mark.model_copy(update={"source_reward": claimed, "reproduced": mismatch is None}),
-        started_at=_time(simulation.start_time), ended_at=_time(simulation.end_time),
+        started_at=_time(simulation.start_time),
+        ended_at=_time(simulation.end_time),
     )
 
 
@@ -181,10 +236,15 @@ def _manifest(out: Path, previous: dict, files: list[Path], counts: Counter) -> 
     """collect's manifest shape; `config` names the imported files and, as a collect config does, what the run holds
     (domains, splits, trials; tasks `imported`, no seed)."""
     keys = {t.key for t in iter_trajectories(out)} if (out / TRAJECTORIES).exists() else set()
-    config = {"import": IMPORT_FORMAT, "files": sorted(set(previous.get("config", {}).get("files", []))
-                                                     | {str(Path(f)) for f in files}),
-              "domains": sorted({key[0] for key in keys}), "split": sorted({key[1] for key in keys}),
-              "tasks": "imported", "trials": max((key[3] + 1 for key in keys), default=0), "seed": None}
+    config = {
+        "import": IMPORT_FORMAT,
+        "files": sorted(set(previous.get("config", {}).get("files", [])) | {str(Path(f)) for f in files}),
+        "domains": sorted({key[0] for key in keys}),
+        "split": sorted({key[1] for key in keys}),
+        "tasks": "imported",
+        "trials": max((key[3] + 1 for key in keys), default=0),
+        "seed": None,
+    }
     now = time.time()
     return {
         "schema": "castdata.run/1",

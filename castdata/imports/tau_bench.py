@@ -78,7 +78,9 @@ def match_task(domain: Domain, split: str, task_id: int, source: dict[str, Any])
             if candidate.index != task_id:
                 return candidate, "remapped"
             return candidate, "same" if candidate.instruction == source.get("instruction") else "reworded"
-    own = Task(domain.name, split, task_id, user_id, source.get("instruction", ""), actions, tuple(source.get("outputs") or ()))
+    own = Task(
+        domain.name, split, task_id, user_id, source.get("instruction", ""), actions, tuple(source.get("outputs") or ())
+    )
     return own, "unmatched"
 
 
@@ -110,15 +112,24 @@ def convert_messages(traj: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
                 raw = [{"name": function["name"], "arguments": raw_arguments}]
             if arguments is None:
                 violation, raw = "malformed_tool_call", {"name": function["name"], "arguments": raw_arguments}
-            call = {"id": calls[0].get("id") or f"call_{len(messages)}", "type": "function",
-                    "function": {"name": function["name"], "arguments": arguments or {}}}
+            call = {
+                "id": calls[0].get("id") or f"call_{len(messages)}",
+                "type": "function",
+                "function": {"name": function["name"], "arguments": arguments or {}},
+            }
             messages.append({"role": "assistant", "content": message.get("content") or None, "tool_calls": [call]})
         elif role == "assistant":
             messages.append({"role": "assistant", "content": message.get("content") or ""})
             violation = None if message.get("content") else "empty_reply"
         elif role == "tool":
-            messages.append({"role": "tool", "tool_call_id": message.get("tool_call_id"), "name": message.get("name"),
-                             "content": message.get("content") or ""})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.get("tool_call_id"),
+                    "name": message.get("name"),
+                    "content": message.get("content") or "",
+                }
+            )
         else:
             messages.append({"role": role, "content": message.get("content") or ""})
         meta.append(MessageMeta(t=0.0, violation=violation, raw=raw))
@@ -132,7 +143,11 @@ def extra_tools(domain: Domain, messages: list[dict[str, Any]]) -> dict[str, set
         for call in message.get("tool_calls") or []:
             name = call["function"]["name"]
             reply = messages[step + 1] if step + 1 < len(messages) else None
-            answered = reply is not None and reply["role"] == "tool" and not (reply["content"] or "").startswith(_UNKNOWN_TOOL_REPLIES)
+            answered = (
+                reply is not None
+                and reply["role"] == "tool"
+                and not (reply["content"] or "").startswith(_UNKNOWN_TOOL_REPLIES)
+            )
             if domain.tool_kind(name) == "unknown" and answered:
                 found.setdefault(name, set()).update(call["function"]["arguments"])
     return found
@@ -149,7 +164,9 @@ def _minimal_schema(name: str, arguments: set[str]) -> dict[str, Any]:
     }
 
 
-def termination(domain: Domain, entry: dict[str, Any], messages: list[dict[str, Any]], reproduction: Reproduction) -> str:
+def termination(
+    domain: Domain, entry: dict[str, Any], messages: list[dict[str, Any]], reproduction: Reproduction
+) -> str:
     """How the source episode ended, as far as the transcript shows."""
     if entry.get("info", {}).get("error"):
         return "infrastructure_error"
@@ -162,8 +179,16 @@ def termination(domain: Domain, entry: dict[str, Any], messages: list[dict[str, 
     return "max_steps"  # tau-bench's step limit ended it (its reward_info is then null)
 
 
-def convert(domain: Domain, split: str, entry: dict[str, Any], where: ImportMark, agent: ModelSpec, user: ModelSpec,
-            trial: int, summary: ImportSummary) -> Trajectory:
+def convert(
+    domain: Domain,
+    split: str,
+    entry: dict[str, Any],
+    where: ImportMark,
+    agent: ModelSpec,
+    user: ModelSpec,
+    trial: int,
+    summary: ImportSummary,
+) -> Trajectory:
     """One result-file entry as a trajectory record, its reward recomputed and its reproduction checked."""
     info = entry.get("info") or {}
     task, how = match_task(domain, split, int(entry["task_id"]), info["task"])
@@ -175,23 +200,31 @@ def convert(domain: Domain, split: str, entry: dict[str, Any], where: ImportMark
     score = domain.score(task, reproduction.db, said)
     reason = termination(domain, entry, messages, reproduction)
     mismatch = reproduction.first_mismatch
-    where = where.model_copy(update={
-        "task_match": how,
-        "reproduced": reproduction.reproduced,
-        "first_mismatch": None if mismatch is None else Mismatch(
-            step=mismatch.step, tool=mismatch.name, recorded=(mismatch.recorded or "")[:EXCERPT],
-            replayed=mismatch.result.observation[:EXCERPT]),
-        "renamed_fields": sorted(reproduction.renamed_fields),
-        "extra_tools": sorted(extras),
-    })
+    where = where.model_copy(
+        update={
+            "task_match": how,
+            "reproduced": reproduction.reproduced,
+            "first_mismatch": None
+            if mismatch is None
+            else Mismatch(
+                step=mismatch.step,
+                tool=mismatch.name,
+                recorded=(mismatch.recorded or "")[:EXCERPT],
+                replayed=mismatch.result.observation[:EXCERPT],
+            ),
+            "renamed_fields": sorted(reproduction.renamed_fields),
+            "extra_tools": sorted(extras),
+        }
+    )
     summary.extra_tools |= set(extras)
     if how == "remapped":
         summary.remapped.append({"source_task_id": where.source_task_id, "task_id": task.index})
     elif how in ("reworded", "unmatched"):
         getattr(summary, how).append(where.source_task_id)
     if mismatch is not None:
-        summary.not_reproduced.append({"id": episode_id(domain.name, split, task.index, trial), "step": mismatch.step,
-                                       "tool": mismatch.name})
+        summary.not_reproduced.append(
+            {"id": episode_id(domain.name, split, task.index, trial), "step": mismatch.step, "tool": mismatch.name}
+        )
     return Trajectory(
         id=episode_id(domain.name, split, task.index, trial),
         domain=domain.name,
@@ -262,8 +295,15 @@ def _manifest(out: Path, domain: str, split: str, agent: ModelSpec, user: ModelS
     return manifest
 
 
-def import_tau_bench(files: list[Path], out: Path, domain_name: str, split: str = "test",
-                     agent_model: str | None = None, user_model: str | None = None, trial_offset: int = 0) -> dict:
+def import_tau_bench(
+    files: list[Path],
+    out: Path,
+    domain_name: str,
+    split: str = "test",
+    agent_model: str | None = None,
+    user_model: str | None = None,
+    trial_offset: int = 0,
+) -> dict:
     """Import result files into the run directory `out`; returns the updated manifest."""
     domain = load_domain(domain_name)
     domain.tasks(split)  # an unknown split fails here, before anything is written
@@ -277,16 +317,39 @@ def import_tau_bench(files: list[Path], out: Path, domain_name: str, split: str 
     try:
         for path, results in entries:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            source = {"path": str(path.resolve()), "name": path.name, "sha256": digest, "entries": len(results),
-                      "imported": 0, "already_imported": 0, "refused": []}
+            source = {
+                "path": str(path.resolve()),
+                "name": path.name,
+                "sha256": digest,
+                "entries": len(results),
+                "imported": 0,
+                "already_imported": 0,
+                "refused": [],
+            }
             for index, entry in enumerate(results):
                 reason = _refusal(entry)
                 trial = int(entry.get("trial") or 0) + trial_offset if isinstance(entry, dict) else 0
                 if reason is None:
-                    record = convert(domain, split, entry, ImportMark(
-                        format=FORMAT, file=path.name, sha256=digest, index=index, source_task_id=int(entry["task_id"]),
-                        source_trial=int(entry.get("trial") or 0), source_reward=entry.get("reward"),
-                        task_match="same", reproduced=True), agent, user, trial, summary)
+                    record = convert(
+                        domain,
+                        split,
+                        entry,
+                        ImportMark(
+                            format=FORMAT,
+                            file=path.name,
+                            sha256=digest,
+                            index=index,
+                            source_task_id=int(entry["task_id"]),
+                            source_trial=int(entry.get("trial") or 0),
+                            source_reward=entry.get("reward"),
+                            task_match="same",
+                            reproduced=True,
+                        ),
+                        agent,
+                        user,
+                        trial,
+                        summary,
+                    )
                     previous = existing.get(record.key, False)
                     if previous is False:
                         writer.append(trajectory_file(out, domain_name, split), record.to_json())
@@ -297,8 +360,13 @@ def import_tau_bench(files: list[Path], out: Path, domain_name: str, split: str 
                         source["already_imported"] += 1
                         continue
                     reason = f"episode {record.id} is already in the run from another source (use --trial-offset)"
-                source["refused"].append({"index": index, "task_id": entry.get("task_id") if isinstance(entry, dict) else None,
-                                          "reason": reason})
+                source["refused"].append(
+                    {
+                        "index": index,
+                        "task_id": entry.get("task_id") if isinstance(entry, dict) else None,
+                        "reason": reason,
+                    }
+                )
             manifest["sources"] = [s for s in manifest["sources"] if s["sha256"] != digest] + [source]
     finally:
         writer.close()
@@ -311,7 +379,11 @@ def import_tau_bench(files: list[Path], out: Path, domain_name: str, split: str 
         "infrastructure_error": sum(1 for r in records if r.outcome.termination_reason == "infrastructure_error"),
         "successes": sum(1 for r in records if r.counts_for_pass_k and r.outcome.reward == 1.0),
     }
-    manifest["versions"] = {"castdata": __version__, "tau_trait": tau_trait_version(), "python": platform.python_version()}
+    manifest["versions"] = {
+        "castdata": __version__,
+        "tau_trait": tau_trait_version(),
+        "python": platform.python_version(),
+    }
     write_json(out / MANIFEST, manifest)
     return manifest
 

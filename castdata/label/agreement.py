@@ -70,7 +70,7 @@ def read_judgements(path: Path) -> dict[str, dict[str, Any]]:
         try:
             row = json.loads(line)
             found[row["episode"]] = row
-            row["annotations"][0]  # noqa: B018 - every row needs a reference annotation
+            row["annotations"][0]
         except (ValueError, KeyError, IndexError, TypeError) as err:
             raise InputError(f"{path}:{number}: not a judgement: {type(err).__name__} {err}") from None
     return found
@@ -110,9 +110,18 @@ def agreement(judgements: dict[str, dict[str, Any]], labels: dict[str, list[Labe
             result.failures[verdict] += 1
             if first is not None and blamed is not None:
                 signal = first.label_source.signals[0] if first.label_source.signals else "unknown"
-                result.signals.setdefault(signal, Counter())["right" if verdict in ("exact", "exact_other") else "wrong"] += 1
-            result.rows.append({"episode": episode, "class": verdict, "human": reference.get("first_error_step"),
-                                "labeler": blamed, "signal": first.label_source.signals if first else None})
+                result.signals.setdefault(signal, Counter())[
+                    "right" if verdict in ("exact", "exact_other") else "wrong"
+                ] += 1
+            result.rows.append(
+                {
+                    "episode": episode,
+                    "class": verdict,
+                    "human": reference.get("first_error_step"),
+                    "labeler": blamed,
+                    "signal": first.label_source.signals if first else None,
+                }
+            )
             continue
         result.successes += 1
         true_steps = {v["step"] for a in judged["annotations"] for v in a.get("violations", [])}
@@ -125,6 +134,12 @@ def agreement(judgements: dict[str, dict[str, Any]], labels: dict[str, list[Labe
             for signal in label.label_source.signals:
                 result.signals.setdefault(signal, Counter())["right" if right else "wrong"] += 1
             if not right:
-                result.rows.append({"episode": episode, "class": "false_flag", "labeler": label.step,
-                                    "signal": label.label_source.signals})
+                result.rows.append(
+                    {
+                        "episode": episode,
+                        "class": "false_flag",
+                        "labeler": label.step,
+                        "signal": label.label_source.signals,
+                    }
+                )
     return result

@@ -74,14 +74,22 @@ def wrong_tokens(action: Action, expected: Action | None) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def said_first(messages: list[dict[str, Any]], step: int, tokens: list[str], topic: tuple[str, ...] | None = None) -> int:
+def said_first(
+    messages: list[dict[str, Any]], step: int, tokens: list[str], topic: tuple[str, ...] | None = None
+) -> int:
     """Where a write's error was first said: the first agent message of the unbroken run, ending with the latest
     one before `step`, that names one of `tokens` (no earlier than the latest tool result naming one: what the
     agent said rests on what it read). For a wrong act (`topic`: the words for what the write does), the latest
     message must speak of that act, else the write went against what was proposed and is its own error; it is
     the error even when it names no token. `step` itself when no message carries the error."""
-    floor = max((i for i in range(1, step) if messages[i]["role"] == "tool"
-                 and any(_mentions(messages[i]["content"] or "", token) for token in tokens)), default=0)
+    floor = max(
+        (
+            i
+            for i in range(1, step)
+            if messages[i]["role"] == "tool" and any(_mentions(messages[i]["content"] or "", token) for token in tokens)
+        ),
+        default=0,
+    )
     texts = [i for i in _agent_texts(messages, step) if i > floor]
     if not texts:
         return step
@@ -111,11 +119,23 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
     """The first agent message before `before`, after the user asked for what `action` does, that refuses it (names
     its target or topic)."""
     words = topic_words(action.name)
-    asked = next((i for i in range(1, before) if messages[i]["role"] == "user"
-                  and any(word in (messages[i]["content"] or "").lower() for word in words)), None)
+    asked = next(
+        (
+            i
+            for i in range(1, before)
+            if messages[i]["role"] == "user" and any(word in (messages[i]["content"] or "").lower() for word in words)
+        ),
+        None,
+    )
     own = targets(action)
-    looked = next((i for i in range(1, before) if messages[i]["role"] == "tool"
-                   and any(_mentions(messages[i]["content"] or "", token) for token in own)), None)
+    looked = next(
+        (
+            i
+            for i in range(1, before)
+            if messages[i]["role"] == "tool" and any(_mentions(messages[i]["content"] or "", token) for token in own)
+        ),
+        None,
+    )
     for index in _agent_texts(messages, before):
         text = messages[index]["content"]
         names_target = any(_mentions(text, token) for token in own)
@@ -175,8 +195,9 @@ def attribute(trajectory: Trajectory, findings: list[Finding]) -> list[Finding]:
                 step = said_first(messages, finding.step, wrong_tokens(action, finding.expected), topic)
                 if step != finding.step:
                     expected = ask_to_confirm(finding.expected) if finding.expected is not None else None
-                    finding = Finding(step, "said.proposal", finding.category, "critical", expected, finding.expected,
-                                      action)
+                    finding = Finding(
+                        step, "said.proposal", finding.category, "critical", expected, finding.expected, action
+                    )
         elif finding.signal == "replay.gold_write_missing" and finding.missing is not None:
             gold = finding.missing
             found = refusal(messages, finding.step + 1, gold)  # the closing message itself may be the refusal

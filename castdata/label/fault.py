@@ -54,7 +54,9 @@ def gold_unreachable(trajectory: Trajectory, domain: Domain, critical: list[Find
     that argument, a value neither the instruction, the conversation nor the database holds, while the agent's
     value was shown to it."""
     messages = trajectory.messages
-    seen = "\n".join([trajectory.privileged.instruction, domain.policy] + [json.dumps(m.get("content")) for m in messages])
+    seen = "\n".join(
+        [trajectory.privileged.instruction, domain.policy] + [json.dumps(m.get("content")) for m in messages]
+    )
     for finding in critical:
         call = messages[finding.step].get("tool_calls")
         gold = finding.expected
@@ -116,9 +118,15 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
     wrote_wrong = any(f.signal == "replay.write_off_gold" for f in critical)
     for finding in [] if wrote_wrong else critical:
         missing = finding.missing or finding.expected
-        if finding.signal == "replay.gold_write_missing" and missing is not None and missing.name == "cancel_reservation":
+        if (
+            finding.signal == "replay.gold_write_missing"
+            and missing is not None
+            and missing.name == "cancel_reservation"
+        ):
             before = domain.replay(gold[: gold.index(missing)] if missing in gold else [])
-            verdict = cancellation(domain, before, missing.kwargs.get("reservation_id", ""), said_by_user(trajectory.messages))
+            verdict = cancellation(
+                domain, before, missing.kwargs.get("reservation_id", ""), said_by_user(trajectory.messages)
+            )
             if verdict == "forbidden" and refusal(trajectory.messages, finding.step, missing) is not None:
                 return True  # the agent declined, as the policy requires
     if len(critical) != 1 or critical[0].signal != "replay.write_off_gold" or critical[0].expected is not None:
@@ -138,9 +146,13 @@ def episode_fault(trajectory: Trajectory, domain: Domain, critical: list[Finding
     action is to blame."""
     messages = trajectory.messages
     last_user = next((m["content"] or "" for m in reversed(messages) if m["role"] == "user"), "")
-    if STOP in last_user and is_confirmation(last_user.replace(STOP, "")) and messages[-1]["role"] == "user":
-        if all(f.signal == "replay.gold_write_missing" for f in critical):
-            return "fault.user_stopped"
+    if (
+        STOP in last_user
+        and is_confirmation(last_user.replace(STOP, ""))
+        and messages[-1]["role"] == "user"
+        and all(f.signal == "replay.gold_write_missing" for f in critical)
+    ):
+        return "fault.user_stopped"
     if gold_unreachable(trajectory, domain, critical):
         return "fault.gold_unreachable"
     if gold_against_policy(trajectory, domain, critical):

@@ -74,14 +74,23 @@ class MonteCarlo:
         """`labels`, those at `steps` (from `select`) with their MC success rates and agreement."""
         lengths = sorted({n for step in steps for n in (step, _after(trajectory, step))})
         rates = dict(zip(lengths, await asyncio.gather(*(self._success_rate(trajectory, n) for n in lengths))))
-        return [self._opinion(label, rates[label.step], rates[_after(trajectory, label.step)]) if label.step in steps else label for label in labels]
+        return [
+            self._opinion(label, rates[label.step], rates[_after(trajectory, label.step)])
+            if label.step in steps
+            else label
+            for label in labels
+        ]
 
     def _opinion(self, label: Label, before: float | None, after: float | None) -> Label:
         """`label` with the success rates before and after it, and whether their drop agrees with its severity."""
         if before is None or after is None:
             return label
         critical = before - after >= self.config.critical_drop
-        update = {"mc_success_before": before, "mc_success_after": after, "agreement": critical == (label.severity == "critical")}
+        update = {
+            "mc_success_before": before,
+            "mc_success_after": after,
+            "agreement": critical == (label.severity == "critical"),
+        }
         return label.model_copy(update={"label_source": label.label_source.model_copy(update=update)})
 
     async def _success_rate(self, trajectory: Trajectory, length: int) -> float | None:
@@ -95,7 +104,18 @@ class MonteCarlo:
         async def one(k: int) -> Trajectory:
             async with self.slots:
                 seed = episode_seed(trajectory.seed, (trajectory.id, "mc", length, k))
-                return await run_episode(domain, task, k, seed, agent, user, trajectory.agent, trajectory.user, max_steps=max_steps, prefix=prefix)
+                return await run_episode(
+                    domain,
+                    task,
+                    k,
+                    seed,
+                    agent,
+                    user,
+                    trajectory.agent,
+                    trajectory.user,
+                    max_steps=max_steps,
+                    prefix=prefix,
+                )
 
         records = await asyncio.gather(*(one(k) for k in range(self.config.rollouts)))
         self.rollouts += len(records)

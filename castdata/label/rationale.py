@@ -136,7 +136,9 @@ def _sources(action: Action, view: View, step: int) -> list[tuple[int, str]]:
     """Where the details a valid action uses came from: the latest user turn or tool result showing each."""
     found = []
     for text in dict.fromkeys(t for t in _values(action.kwargs) if len(t) >= 3 and action.name != RESPOND):
-        seen = next((i for i in range(step - 1, 0, -1) if view.roles[i] in ("user", "tool") and text in view.texts[i]), None)
+        seen = next(
+            (i for i in range(step - 1, 0, -1) if view.roles[i] in ("user", "tool") and text in view.texts[i]), None
+        )
         if seen is not None:
             found.append((seen, text))
     return found
@@ -168,11 +170,10 @@ def _evidence(judgement: Judgement, expected: Action | None, view: View) -> list
     last_user = next((i for i in range(step - 1, 0, -1) if view.roles[i] == "user"), None)
     if last_user is not None and len(view.texts[last_user]) >= MIN_QUOTE:
         found.append((last_user, _excerpt(view.texts[last_user])))
-    if judgement.findings:
-        if any(f.signal == "rule.unconfirmed_details" for f in judgement.findings) and last_user is not None:
-            request = next((i for i in range(last_user - 1, 0, -1) if view.roles[i] == "assistant"), None)
-            if request is not None and view.texts[request]:
-                found.append((request, _excerpt(view.texts[request])))
+    if any(f.signal == "rule.unconfirmed_details" for f in judgement.findings) and last_user is not None:
+        request = next((i for i in range(last_user - 1, 0, -1) if view.roles[i] == "assistant"), None)
+        if request is not None and view.texts[request]:
+            found.append((request, _excerpt(view.texts[request])))
     evidence = []
     for seen, quote in dict.fromkeys((seen, quote) for seen, quote in found if len(quote) >= MIN_QUOTE):
         source = "tool_result" if view.roles[seen] == "tool" else "message"
@@ -186,8 +187,14 @@ def _policy_refs(judgement: Judgement, clauses: ClauseTable) -> list[PolicyRef]:
         topic = "transfer" if finding.category == "unnecessary_transfer" else _TOPICS.get(finding.signal)
         if topic is not None:
             hit = clauses.about(topic)
-        elif finding.signal in ("replay.write_off_gold", "replay.write_missed_gold", "replay.gold_write_missing",
-                                "replay.blocked_later_write", "replay.out_of_order", "said.proposal"):
+        elif finding.signal in (
+            "replay.write_off_gold",
+            "replay.write_missed_gold",
+            "replay.gold_write_missing",
+            "replay.blocked_later_write",
+            "replay.out_of_order",
+            "said.proposal",
+        ):
             hit = clauses.for_tool((finding.missing or finding.expected or judgement.action).name)
         else:
             hit = None
@@ -225,14 +232,17 @@ def _valid_required(action: Action, evidence: list[Evidence], kind: str) -> str:
     }[kind]
 
 
-def _prose(episode: EpisodeJudgement, judgement: Judgement, expected: Action | None, auth_tools: str,
-           evidence: list[Evidence]) -> Rationale:
+def _prose(
+    episode: EpisodeJudgement, judgement: Judgement, expected: Action | None, auth_tools: str, evidence: list[Evidence]
+) -> Rationale:
     observed = _describe(judgement.action)
     if not judgement.findings:
         kind = _kind(judgement.action, episode.trajectory.domain)
         signal = _outcome_signal(episode, judgement)
         assessment = _NOT_JUDGED.get(signal, _VALID_ASSESSMENT[kind])
-        return Rationale(observed=observed, required=_valid_required(judgement.action, evidence, kind), assessment=assessment)
+        return Rationale(
+            observed=observed, required=_valid_required(judgement.action, evidence, kind), assessment=assessment
+        )
     fix = ""
     correction = _correction(judgement, expected)
     if correction is not None and correction[0].name == correction[1].name:
@@ -250,12 +260,16 @@ def _prose(episode: EpisodeJudgement, judgement: Judgement, expected: Action | N
     return Rationale(observed=observed, required=" ".join(dict.fromkeys(required)), assessment=assessment)
 
 
-def programmatic_label(episode: EpisodeJudgement, judgement: Judgement, view: View, clauses: ClauseTable, auth_tools: str) -> Label:
+def programmatic_label(
+    episode: EpisodeJudgement, judgement: Judgement, view: View, clauses: ClauseTable, auth_tools: str
+) -> Label:
     """The label of one judged action, with its programmatic rationale."""
     trajectory = episode.trajectory
     expected = _grounded_expected(judgement, view)
     signals = [f.signal for f in _ordered(judgement)] or [_outcome_signal(episode, judgement)]
-    method = "rule" if judgement.findings and all(f.signal.startswith("rule.") for f in judgement.findings) else "hindsight"
+    method = (
+        "rule" if judgement.findings and all(f.signal.startswith("rule.") for f in judgement.findings) else "hindsight"
+    )
     meta = trajectory.meta[judgement.step]
     evidence = _evidence(judgement, expected, view)
     return Label(
@@ -285,4 +299,6 @@ def programmatic_labels(episode: EpisodeJudgement, view: View) -> list[Label]:
     """Labels for every judged action of an episode, grounded against `view` (the episode's `View`)."""
     name = episode.trajectory.domain
     auth_tools = " or ".join(sorted(load_domain(name).catalog.auth_tools))
-    return [programmatic_label(episode, judgement, view, clause_table(name), auth_tools) for judgement in episode.judgements]
+    return [
+        programmatic_label(episode, judgement, view, clause_table(name), auth_tools) for judgement in episode.judgements
+    ]

@@ -105,7 +105,7 @@ def _first_out_of_order(writes: list[Write], gold: GoldPath) -> tuple[Write, Act
     order = {_signature(action): index for index, (action, _) in enumerate(gold.writes)}
     made = [(w, order[_signature(w.action)]) for w in writes if w.ok and _signature(w.action) in order]
     for position, (write, index) in enumerate(made):
-        later = [other for _, other in made[position + 1:] if other < index]
+        later = [other for _, other in made[position + 1 :] if other < index]
         if later:
             return write, gold.writes[min(later)][0]
     return None
@@ -120,7 +120,9 @@ def _first_made(writes: list[Write], write: Write, expected: Action | None) -> i
     for earlier in writes:
         if earlier.step >= write.step:
             break
-        same = earlier.action.name == write.action.name and any(earlier.action.kwargs.get(k) == v for k, v in wrong.items())
+        same = earlier.action.name == write.action.name and any(
+            earlier.action.kwargs.get(k) == v for k, v in wrong.items()
+        )
         if not earlier.ok and wrong and same:
             return earlier.step
     return write.step
@@ -163,8 +165,6 @@ def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[
     return found
 
 
-
-
 def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]]) -> Action | None:
     """The missing gold write a failed attempt stood for: the same act on the same record, else another act on
     that record (a wrong tool), else the same act on a wrong record; never a guess by order or by another id."""
@@ -174,8 +174,11 @@ def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]]) -> Action |
         return bool(keys) and all(write.action.kwargs.get(key) == gold.kwargs[key] for key in keys)
 
     same_act = [gold for gold, _ in missing if gold.name == write.action.name]
-    return (next((g for g in same_act if same_record(g)), None) or next((g for g, _ in missing if same_record(g)), None)
-            or (same_act[0] if same_act else None))
+    return (
+        next((g for g in same_act if same_record(g)), None)
+        or next((g for g, _ in missing if same_record(g)), None)
+        or (same_act[0] if same_act else None)
+    )
 
 
 def _signature(action: Action) -> str:
@@ -202,7 +205,9 @@ def _related(action: Action, records: set, candidates: list[tuple[Action, frozen
     return None
 
 
-def _blocking_write(trajectory: Trajectory, domain: Domain, writes: list[Write], before: int, gold: Action) -> Write | None:
+def _blocking_write(
+    trajectory: Trajectory, domain: Domain, writes: list[Write], before: int, gold: Action
+) -> Write | None:
     """The earlier write that made a needed write impossible: the gold write fails after the agent's writes before
     step `before`, and an earlier successful write acted on the same record (it had to come after the gold one)."""
     shared = [w for w in writes if w.step < before and w.ok and _shares_id(w.action, gold)]
@@ -219,9 +224,14 @@ def _write_category(action: Action, expected: Action | None) -> str:
     partial plan); else `wrong_argument`."""
     if expected is None or expected.name != action.name:
         return "wrong_tool"
-    lists = [(value, expected.kwargs.get(key)) for key, value in action.kwargs.items()
-             if isinstance(value, list) and value != expected.kwargs.get(key)]
-    partial = lists and all(isinstance(gold, list) and set(map(str, value)) < set(map(str, gold)) for value, gold in lists)
+    lists = [
+        (value, expected.kwargs.get(key))
+        for key, value in action.kwargs.items()
+        if isinstance(value, list) and value != expected.kwargs.get(key)
+    ]
+    partial = lists and all(
+        isinstance(gold, list) and set(map(str, value)) < set(map(str, gold)) for value, gold in lists
+    )
     return "missed_required_action" if partial else "wrong_argument"
 
 
@@ -245,7 +255,9 @@ class ReplayResult:
     consistent: bool
 
 
-def replay_findings(trajectory: Trajectory, domain: Domain, ending: tuple[int, Action], deviating: set[int]) -> ReplayResult:
+def replay_findings(
+    trajectory: Trajectory, domain: Domain, ending: tuple[int, Action], deviating: set[int]
+) -> ReplayResult:
     """Critical findings of a failed episode; `ending` is the (step, action) that ended it, `deviating` the
     steps of writes that used other details than the user confirmed."""
     gold = gold_path(domain, trajectory.privileged.gold_actions)
@@ -257,14 +269,24 @@ def replay_findings(trajectory: Trajectory, domain: Domain, ending: tuple[int, A
     current: dict[Record, Any] = {}
     gold_calls = {_signature(action) for action, _ in gold.writes}
     for write in writes:
-        off_path = set() if _signature(write.action) in gold_calls else {  # a gold call is right wherever it comes
-            k for k, state in write.changed.items() if k in wrong and state not in gold.states.get(k, {BASE})
-            and not _sets_gold_values(domain, current, write, gold, k)}
+        off_path = (
+            set()
+            if _signature(write.action) in gold_calls
+            else {  # a gold call is right wherever it comes
+                k
+                for k, state in write.changed.items()
+                if k in wrong
+                and state not in gold.states.get(k, {BASE})
+                and not _sets_gold_values(domain, current, write, gold, k)
+            }
+        )
         current.update(write.values)
         if off_path - explained:
             expected = _related(write.action, set(write.changed), list(gold.writes))
             step = _first_made(writes, write, expected)
-            findings.append(Finding(step, "replay.write_off_gold", _write_category(write.action, expected), "critical", expected))
+            findings.append(
+                Finding(step, "replay.write_off_gold", _write_category(write.action, expected), "critical", expected)
+            )
             explained |= off_path
     early = _first_out_of_order(writes, gold) if wrong - explained else None
     if early is not None:
@@ -285,9 +307,15 @@ def replay_findings(trajectory: Trajectory, domain: Domain, ending: tuple[int, A
         explained |= next(recs for g, recs in missing if g is expected)
     omitted = wrong - explained
     for gold_write, records in missing:  # a needed write never made, because an earlier write made it impossible
-        blocker = _blocking_write(trajectory, domain, writes, len(trajectory.messages), gold_write) if records & omitted else None
+        blocker = (
+            _blocking_write(trajectory, domain, writes, len(trajectory.messages), gold_write)
+            if records & omitted
+            else None
+        )
         if blocker is not None:
-            findings.append(Finding(blocker.step, "replay.blocked_later_write", "wrong_sequence", "critical", gold_write))
+            findings.append(
+                Finding(blocker.step, "replay.blocked_later_write", "wrong_sequence", "critical", gold_write)
+            )
             omitted -= records
     if omitted:
         step, action = ending

@@ -65,8 +65,9 @@ def is_confirmation(text: str, request: str | None = None) -> bool:
     to a `request` that asked to confirm (without the request, only a yes word counts)."""
     if _NO.match(text):
         return False
-    return bool(_YES.search(text)) or (request is not None and bool(_ASKS_TO_CONFIRM.search(request))
-                                       and bool(_SOFT_YES.search(text)))
+    return bool(_YES.search(text)) or (
+        request is not None and bool(_ASKS_TO_CONFIRM.search(request)) and bool(_SOFT_YES.search(text))
+    )
 
 
 def ask_to_confirm(action: Action) -> Action:
@@ -95,7 +96,9 @@ def deviates(action: Action, request: str) -> bool:
 
 
 def _targets(action: Action) -> list[str]:
-    return [str(action.kwargs[key]).lstrip("#") for key in _NAMED_RECORD_KEYS if isinstance(action.kwargs.get(key), str)]
+    return [
+        str(action.kwargs[key]).lstrip("#") for key in _NAMED_RECORD_KEYS if isinstance(action.kwargs.get(key), str)
+    ]
 
 
 def covered(action: Action, request: str, first: Action) -> bool:
@@ -114,8 +117,17 @@ def covered(action: Action, request: str, first: Action) -> bool:
     return any(value in request for value in values if value not in targets and value not in before)
 
 
-_ID_KEYS = ("order_id", "item_ids", "new_item_ids", "item_id", "user_id", "product_id", "reservation_id",
-            "payment_method_id", "payment_id")
+_ID_KEYS = (
+    "order_id",
+    "item_ids",
+    "new_item_ids",
+    "item_id",
+    "user_id",
+    "product_id",
+    "reservation_id",
+    "payment_method_id",
+    "payment_id",
+)
 
 
 def _id_values(kwargs: dict) -> list[str]:
@@ -133,7 +145,9 @@ def ungrounded_ids(action: Action, seen: str) -> list[str]:
 
 
 _HUMAN = re.compile(r"\b(human|real person|representative|supervisor|manager|transfer|someone else)\b", re.I)
-_REFUSED = re.compile(r"\b(can ?not|can't|cannot|unable|not able|not possible|not allowed|not eligible|unfortunately)\b", re.I)
+_REFUSED = re.compile(
+    r"\b(can ?not|can't|cannot|unable|not able|not possible|not allowed|not eligible|unfortunately)\b", re.I
+)
 
 
 def _asked_for_human_after_refusal(messages: list[dict], step: int) -> bool:
@@ -141,8 +155,10 @@ def _asked_for_human_after_refusal(messages: list[dict], step: int) -> bool:
     last_user = next((i for i in range(step - 1, 0, -1) if messages[i]["role"] == "user"), None)
     if last_user is None or not _HUMAN.search(messages[last_user].get("content") or ""):
         return False
-    return any(messages[i]["role"] == "assistant" and _REFUSED.search(messages[i].get("content") or "")
-               for i in range(1, last_user))
+    return any(
+        messages[i]["role"] == "assistant" and _REFUSED.search(messages[i].get("content") or "")
+        for i in range(1, last_user)
+    )
 
 
 def _cancellation_forbidden(trajectory: Trajectory, domain: Domain, step: int, action: Action) -> bool:
@@ -196,7 +212,9 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             findings.append(Finding(step, "rule.before_auth", "auth_violation", "minor", ask_to_authenticate(domain)))
         if kind == "write":
             if not confirmed or (first_write is not None and not covered(action, request, first_write)):
-                findings.append(Finding(step, "rule.no_confirmation", "missing_confirmation", "minor", ask_to_confirm(action)))
+                findings.append(
+                    Finding(step, "rule.no_confirmation", "missing_confirmation", "minor", ask_to_confirm(action))
+                )
             elif deviates(action, request):
                 findings.append(Finding(step, "rule.unconfirmed_details", "wrong_argument", "minor"))
             first_write = first_write or action

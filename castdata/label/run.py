@@ -60,7 +60,10 @@ class LabelConfig(BaseModel):
     @classmethod
     def _teacher_writes(cls, spec: ModelSpec | None) -> ModelSpec | None:
         if spec is not None and spec.backend == "scripted":
-            raise PydanticCustomError("scripted_teacher", "the scripted backend cannot write rationales; set backend: openai, vllm or transformers")
+            raise PydanticCustomError(
+                "scripted_teacher",
+                "the scripted backend cannot write rationales; set backend: openai, vllm or transformers",
+            )
         return spec
 
 
@@ -104,10 +107,20 @@ def _check_run_dir(run_dir: Path) -> None:
 _Labeled = tuple[Trajectory, EpisodeJudgement | None, list[Label], list[Written]]
 
 
-async def _label_all(run_dir: Path, config: LabelConfig, writer: RationaleWriter | None, stats: LabelStats,
-                     keep: Callable[[Trajectory, list[Label]], None], on_episode: Callable[[], None]) -> None:
+async def _label_all(
+    run_dir: Path,
+    config: LabelConfig,
+    writer: RationaleWriter | None,
+    stats: LabelStats,
+    keep: Callable[[Trajectory, list[Label]], None],
+    on_episode: Callable[[], None],
+) -> None:
     """Label every episode, handing `keep` each one's labels in file order."""
-    teacher = TeacherWriter(config.teacher, run_dir / LABELS / CACHE) if writer is None and config.teacher is not None else None
+    teacher = (
+        TeacherWriter(config.teacher, run_dir / LABELS / CACHE)
+        if writer is None and config.teacher is not None
+        else None
+    )
     writer = writer or teacher
     mc = MonteCarlo(config.mc) if config.mc is not None else None
 
@@ -123,7 +136,9 @@ async def _label_all(run_dir: Path, config: LabelConfig, writer: RationaleWriter
         mc_steps = mc.select(trajectory, labels) if mc is not None else []  # before the first await: in file order
         written: list[Written] = []
         if writer is not None:
-            written = await asyncio.gather(*(write_verified(writer, trajectory, draft, view, clauses, config.verifier_retries) for draft in labels))
+            written = await asyncio.gather(
+                *(write_verified(writer, trajectory, draft, view, clauses, config.verifier_retries) for draft in labels)
+            )
             labels = [w.label for w in written]
         if mc is not None:
             labels = await mc.annotate(trajectory, labels, mc_steps)
@@ -159,8 +174,12 @@ async def _label_all(run_dir: Path, config: LabelConfig, writer: RationaleWriter
             stats.mc["rollouts"] += mc.rollouts
 
 
-def label_run(run_dir: Path, config: LabelConfig | None = None, writer: RationaleWriter | None = None,
-              on_episode: Callable[[], None] | None = None) -> dict:
+def label_run(
+    run_dir: Path,
+    config: LabelConfig | None = None,
+    writer: RationaleWriter | None = None,
+    on_episode: Callable[[], None] | None = None,
+) -> dict:
     """Label every episode of a run into `RUN_DIR/labels/`; returns the statistics. `on_episode` is called after
     each episode (a progress display)."""
     run_dir = Path(run_dir)
@@ -191,7 +210,9 @@ def label_run(run_dir: Path, config: LabelConfig | None = None, writer: Rational
         handle.close()
         os.replace(handle.name, path)
     clauses_tmp = out / f".{CLAUSES_FILE}.{os.getpid()}.tmp"
-    clauses_tmp.write_text("".join(c.model_dump_json() + "\n" for name in domains for c in clause_table(name).clauses), encoding="utf-8")
+    clauses_tmp.write_text(
+        "".join(c.model_dump_json() + "\n" for name in domains for c in clause_table(name).clauses), encoding="utf-8"
+    )
     os.replace(clauses_tmp, out / CLAUSES_FILE)
     summary = stats.to_dict()
     write_json(out / STATS_FILE, summary)

@@ -46,7 +46,9 @@ def _failed_write(trajectory: Trajectory, step: int) -> bool:
     messages = trajectory.messages
     after = messages[step + 1] if step + 1 < len(messages) else None
     called = bool(messages[step].get("tool_calls"))
-    return called and after is not None and after["role"] == "tool" and str(after.get("content") or "").startswith("Error")
+    return (
+        called and after is not None and after["role"] == "tool" and str(after.get("content") or "").startswith("Error")
+    )
 
 
 def _changed_by(trajectory: Trajectory, step: int) -> bool:
@@ -156,7 +158,9 @@ class LabelStats:
             per_kind["first_error_matches"] += 1
         elif episode.first_error in said[first.step]:
             self.injected["first_error_matches"] += 1
-            self.injected["first_error_category_matches"] += KIND_CATEGORY.get(first.kind) in by_step[episode.first_error].categories
+            self.injected["first_error_category_matches"] += (
+                KIND_CATEGORY.get(first.kind) in by_step[episode.first_error].categories
+            )
             per_kind["first_error_matches"] += 1
         elif len(self.mismatches) < MISMATCHES_KEPT:
             found = by_step.get(episode.first_error) if episode.first_error is not None else None
@@ -164,7 +168,11 @@ class LabelStats:
                 {
                     "trajectory_id": trajectory.id,
                     "injected": {"kind": first.kind, "step": first.step, "detail": first.detail},
-                    "found": {"step": episode.first_error, "categories": found.categories if found else [], "signals": found.label_source.signals if found else []},
+                    "found": {
+                        "step": episode.first_error,
+                        "categories": found.categories if found else [],
+                        "signals": found.label_source.signals if found else [],
+                    },
                 }
             )
 
@@ -189,7 +197,11 @@ class LabelStats:
         breaking = self.injected["failed_with_breaking"]
         return {
             "run_dir": self.run_dir,
-            "trajectories": {"read": self.read, "labeled": self.read - sum(self.skipped.values()), "skipped": dict(self.skipped)},
+            "trajectories": {
+                "read": self.read,
+                "labeled": self.read - sum(self.skipped.values()),
+                "skipped": dict(self.skipped),
+            },
             "episodes": dict(self.episodes),
             "labels": {
                 "total": total,
@@ -200,7 +212,11 @@ class LabelStats:
             },
             "first_error_turn": {str(turn): n for turn, n in sorted(self.first_error_turn.items())},
             "verifier": {
-                "programmatic": {"checked": self.checked, "rejected": self.rejected_labels, "reasons": dict(self.rejected)},
+                "programmatic": {
+                    "checked": self.checked,
+                    "rejected": self.rejected_labels,
+                    "reasons": dict(self.rejected),
+                },
                 "writer": {**dict(self.writer), "reasons": dict(self.writer_reasons)} if self.writer else None,
             },
             "injected": None
@@ -210,7 +226,9 @@ class LabelStats:
                 "failed_with_breaking": breaking,
                 "failed_without_breaking": self.injected["failed_without_breaking"],
                 "first_error_matches": self.injected["first_error_matches"],
-                "first_error_agreement": round(self.injected["first_error_matches"] / breaking, 4) if breaking else None,
+                "first_error_agreement": round(self.injected["first_error_matches"] / breaking, 4)
+                if breaking
+                else None,
                 "first_error_category_matches": self.injected["first_error_category_matches"],
                 "mismatches": self.mismatches,
                 "kinds": {kind: dict(counts) for kind, counts in sorted(self.kinds.items())},
@@ -238,30 +256,46 @@ def print_stats(stats: dict) -> None:
     console = Console()
     trajectories, labels = stats["trajectories"], stats["labels"]
     skipped = ", ".join(f"{k}={v}" for k, v in trajectories["skipped"].items()) or "none"
-    console.print(f"labeled {trajectories['labeled']} of {trajectories['read']} episodes in {stats['run_dir']} (skipped: {skipped}); {labels['total']} labels")
+    console.print(
+        f"labeled {trajectories['labeled']} of {trajectories['read']} episodes in {stats['run_dir']} (skipped: {skipped}); {labels['total']} labels"
+    )
     console.print(_counts_table("episodes", stats["episodes"]))
     console.print(_counts_table("verdicts", labels["verdicts"], labels["total"]))
     console.print(_counts_table("categories (invalid labels)", labels["categories"]))
     histogram = ", ".join(f"{turn}: {n}" for turn, n in stats["first_error_turn"].items()) or "none"
     console.print(f"first critical errors by agent turn (turn: episodes): {histogram}")
     programmatic = stats["verifier"]["programmatic"]
-    console.print(f"verifier: {programmatic['rejected']} of {programmatic['checked']} programmatic rationales rejected {programmatic['reasons'] or ''}")
+    console.print(
+        f"verifier: {programmatic['rejected']} of {programmatic['checked']} programmatic rationales rejected {programmatic['reasons'] or ''}"
+    )
     if stats["verifier"]["writer"]:
-        console.print(_counts_table("writer (teacher) rationales", {k: v for k, v in stats["verifier"]["writer"].items() if k != "reasons"}))
+        console.print(
+            _counts_table(
+                "writer (teacher) rationales", {k: v for k, v in stats["verifier"]["writer"].items() if k != "reasons"}
+            )
+        )
         console.print(_counts_table("writer rejections by reason", stats["verifier"]["writer"]["reasons"]))
     injected = stats["injected"]
     if injected:
         agreement = injected["first_error_agreement"]
         console.print(
             f"injected mistakes: first critical error = first outcome-breaking mistake in {injected['first_error_matches']} of "
-            f"{injected['failed_with_breaking']} failed episodes" + (f" ({agreement:.1%})" if agreement is not None else "")
+            f"{injected['failed_with_breaking']} failed episodes"
+            + (f" ({agreement:.1%})" if agreement is not None else "")
         )
         kinds = Table(title="injected mistakes by kind")
         for column in ("kind", "injected", "flagged", "category match"):
             kinds.add_column(column, justify="left" if column == "kind" else "right")
         for kind, counts in injected["kinds"].items():
-            kinds.add_row(kind, str(counts.get("injected", 0)), str(counts.get("flagged", 0)), str(counts.get("category_match", 0)))
+            kinds.add_row(
+                kind,
+                str(counts.get("injected", 0)),
+                str(counts.get("flagged", 0)),
+                str(counts.get("category_match", 0)),
+            )
         console.print(kinds)
     if stats["mc"]["labels"]:
         mc = stats["mc"]
-        console.print(f"Monte-Carlo labels: {mc['labels']}, agreement with hindsight {mc['agreement']:.1%} ({mc['rollouts']} continuations)")
+        console.print(
+            f"Monte-Carlo labels: {mc['labels']}, agreement with hindsight {mc['agreement']:.1%} ({mc['rollouts']} continuations)"
+        )

@@ -55,10 +55,22 @@ Policy:
 """
 
 _TEXT = {"type": "string"}
-_RATIONALE = {"type": "object", "additionalProperties": False, "required": ["observed", "required", "assessment"],
-              "properties": {"observed": _TEXT, "required": _TEXT, "assessment": _TEXT}}
-_EVIDENCE = {"type": "object", "additionalProperties": False, "required": ["step", "source", "quote"],
-             "properties": {"step": {"type": ["integer", "null"]}, "source": {"enum": ["message", "tool_result", "policy"]}, "quote": _TEXT}}
+_RATIONALE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["observed", "required", "assessment"],
+    "properties": {"observed": _TEXT, "required": _TEXT, "assessment": _TEXT},
+}
+_EVIDENCE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["step", "source", "quote"],
+    "properties": {
+        "step": {"type": ["integer", "null"]},
+        "source": {"enum": ["message", "tool_result", "policy"]},
+        "quote": _TEXT,
+    },
+}
 
 
 class _Output(BaseModel):
@@ -105,7 +117,11 @@ def prompt(trajectory: Trajectory, draft: Label, feedback: list[Rejection]) -> l
         f"- signals about this action: {', '.join(draft.label_source.signals)}",
     ]
     if feedback:
-        parts += ["\nYour previous answer was rejected:", *(f"- {r.code}: {r.detail}" for r in feedback), "Fix every problem listed."]
+        parts += [
+            "\nYour previous answer was rejected:",
+            *(f"- {r.code}: {r.detail}" for r in feedback),
+            "Fix every problem listed.",
+        ]
     return [{"role": "system", "content": INSTRUCTIONS + view.policy}, {"role": "user", "content": "\n".join(parts)}]
 
 
@@ -125,7 +141,14 @@ def parse(content: str, draft: Label, teacher_model: str) -> Label:
             raise ValueError("the reply does not match the schema: categories: an invalid label needs at least one")
         categories = output.categories
     source = draft.label_source.model_copy(update={"method": "teacher", "teacher_model": teacher_model})
-    return draft.model_copy(update={"rationale": output.rationale, "evidence": output.evidence, "categories": categories, "label_source": source})
+    return draft.model_copy(
+        update={
+            "rationale": output.rationale,
+            "evidence": output.evidence,
+            "categories": categories,
+            "label_source": source,
+        }
+    )
 
 
 class ReplyCache:

@@ -37,17 +37,28 @@ def _evidence(label: Label, view: View) -> list[Rejection]:
     for i, item in enumerate(label.evidence):
         where = f"evidence[{i}]"
         if len(item.quote) < MIN_QUOTE:
-            found.append(Rejection("short_quote", f"{where}: quote {item.quote!r} is shorter than {MIN_QUOTE} characters"))
+            found.append(
+                Rejection("short_quote", f"{where}: quote {item.quote!r} is shorter than {MIN_QUOTE} characters")
+            )
             continue
         if item.source == "policy":
             if item.quote not in view.policy:
                 found.append(Rejection("quote_not_found", f"{where}: quote not in the policy"))
             continue
         if item.step is None or not 0 <= item.step < label.step:
-            found.append(Rejection("evidence_not_before", f"{where}: step {item.step} is not before the action (step {label.step})"))
+            found.append(
+                Rejection(
+                    "evidence_not_before", f"{where}: step {item.step} is not before the action (step {label.step})"
+                )
+            )
             continue
         if view.roles[item.step] not in _SOURCE_ROLES[item.source]:
-            found.append(Rejection("wrong_source", f"{where}: step {item.step} is a {view.roles[item.step]} message, not a {item.source}"))
+            found.append(
+                Rejection(
+                    "wrong_source",
+                    f"{where}: step {item.step} is a {view.roles[item.step]} message, not a {item.source}",
+                )
+            )
         if item.quote not in view.texts[item.step]:
             found.append(Rejection("quote_not_found", f"{where}: quote {item.quote[:60]!r} is not in step {item.step}"))
     return found
@@ -66,12 +77,16 @@ def _clauses(label: Label, clauses: ClauseTable) -> list[Rejection]:
 
 def _identifiers(label: Label, view: View) -> list[Rejection]:
     prose = " ".join((label.rationale.observed, label.rationale.required, label.rationale.assessment))
-    found = [Rejection("ungrounded_identifier", f"rationale: {token!r} was not visible")
-             for token in view.ungrounded(prose, label.step, also=label.step, strict=True)]
+    found = [
+        Rejection("ungrounded_identifier", f"rationale: {token!r} was not visible")
+        for token in view.ungrounded(prose, label.step, also=label.step, strict=True)
+    ]
     if label.expected_action is not None:
         text = json.dumps(label.expected_action.kwargs)
-        found += [Rejection("ungrounded_identifier", f"expected_action: {token!r} was not visible")
-                  for token in view.ungrounded(text, label.step, also=label.step, strict=True)]
+        found += [
+            Rejection("ungrounded_identifier", f"expected_action: {token!r} was not visible")
+            for token in view.ungrounded(text, label.step, also=label.step, strict=True)
+        ]
         if label.expected_action == label.action:
             found.append(Rejection("expected_is_action", "expected_action: the same as the judged action"))
     return found
@@ -81,9 +96,18 @@ def verify(label: Label, reference: Label, view: View, clauses: ClauseTable) -> 
     """Every grounding problem of `label` (empty when it passes); `reference` is the hindsight label of the same action."""
     found = []
     if (label.trajectory_id, label.step, label.action) != (reference.trajectory_id, reference.step, reference.action):
-        found.append(Rejection("wrong_action", f"labels {label.action.name} at step {label.step} of {label.trajectory_id}, not the action at step {reference.step}"))
+        found.append(
+            Rejection(
+                "wrong_action",
+                f"labels {label.action.name} at step {label.step} of {label.trajectory_id}, not the action at step {reference.step}",
+            )
+        )
     if label.verdict != reference.verdict:
-        found.append(Rejection("verdict_mismatch", f"verdict {label.verdict!r} contradicts the hindsight verdict {reference.verdict!r}"))
+        found.append(
+            Rejection(
+                "verdict_mismatch", f"verdict {label.verdict!r} contradicts the hindsight verdict {reference.verdict!r}"
+            )
+        )
     unknown = [c for c in label.categories if c not in CATEGORIES]
     if unknown:
         found.append(Rejection("unknown_category", f"categories: {', '.join(unknown)} not in the taxonomy"))

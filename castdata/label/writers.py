@@ -40,7 +40,9 @@ class Written:
     fallback: bool = False  # every try was rejected: the programmatic draft was kept
 
 
-async def write_verified(writer: RationaleWriter, trajectory: Trajectory, draft: Label, view: View, clauses: ClauseTable, retries: int) -> Written:
+async def write_verified(
+    writer: RationaleWriter, trajectory: Trajectory, draft: Label, view: View, clauses: ClauseTable, retries: int
+) -> Written:
     """The writer's label if it passes verification within `retries` retries, else the draft."""
     written = Written(draft)
     feedback: list[Rejection] = []

@@ -90,7 +90,9 @@ class ChatBackend:
         cost = None
         if price_in is not None or price_out is not None:
             cost = (prompt_tokens * (price_in or 0.0) + completion_tokens * (price_out or 0.0)) / 1e6
-        return Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_s=latency_s, cost_usd=cost)
+        return Usage(
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_s=latency_s, cost_usd=cost
+        )
 
     def text_reply(self, text: str, prompt_tokens: int, completion_tokens: int, started: float) -> Reply:
         """The reply in generated text (`<think>` dropped, `<tool_call>` blocks parsed), timed from `started`."""

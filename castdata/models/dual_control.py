@@ -30,8 +30,9 @@ def phone_requests(task: Task) -> list[tuple[int, tuple[Action, ...]]]:
 
 def ask(actions: tuple[Action, ...]) -> str:
     """The agent's message asking the user to run `actions` on the phone."""
-    steps = "; ".join(f"{a.name.replace('_', ' ')} {json.dumps(a.kwargs)}" if a.kwargs else a.name.replace("_", " ")
-                      for a in actions)
+    steps = "; ".join(
+        f"{a.name.replace('_', ' ')} {json.dumps(a.kwargs)}" if a.kwargs else a.name.replace("_", " ") for a in actions
+    )
     return f"Please do the following {PHONE_REQUEST} and tell me what you see: {steps}."
 
 
@@ -57,8 +58,14 @@ class Phone:
         calls = []
         for action in self.pending.pop(0):
             self.made += 1
-            calls.append(ToolCall(id=f"user_call_{self.made}", name=action.name, arguments=dict(action.kwargs),
-                                  raw_arguments=json.dumps(action.kwargs)))
+            calls.append(
+                ToolCall(
+                    id=f"user_call_{self.made}",
+                    name=action.name,
+                    arguments=dict(action.kwargs),
+                    raw_arguments=json.dumps(action.kwargs),
+                )
+            )
         return calls
 
     @staticmethod

@@ -64,7 +64,11 @@ class OpenAIBackend(ChatBackend):
         self.rng = random.Random()
         self.clients = {
             url: openai.AsyncOpenAI(
-                base_url=url, api_key=self._api_key, max_retries=0, timeout=spec.timeout_s, http_client=_http_client(spec.max_concurrency)
+                base_url=url,
+                api_key=self._api_key,
+                max_retries=0,
+                timeout=spec.timeout_s,
+                http_client=_http_client(spec.max_concurrency),
             )
             for url in self.urls
         }
@@ -108,7 +112,12 @@ class OpenAIBackend(ChatBackend):
         message = completion.choices[0].message
         parsed = parse_tool_calls(message.content or "")
         calls = [
-            ToolCall(id=call.id, name=call.function.name, arguments=json_object(call.function.arguments), raw_arguments=call.function.arguments)
+            ToolCall(
+                id=call.id,
+                name=call.function.name,
+                arguments=json_object(call.function.arguments),
+                raw_arguments=call.function.arguments,
+            )
             for call in message.tool_calls or []
             if call.type == "function"
         ]

@@ -55,7 +55,7 @@ async def call_with_retries(
         async with limiter.slot() as permit:
             try:
                 result = await asyncio.wait_for(call(), policy.timeout_s)
-            except Exception as err:  # noqa: BLE001 - classified below
+            except Exception as err:
                 failure = Transient() if isinstance(err, asyncio.TimeoutError) else classify(err)
                 if failure is None:
                     raise InfrastructureError(f"{what}: {_describe(err)}") from err
@@ -67,7 +67,9 @@ async def call_with_retries(
                 return result
         if attempt < policy.max_retries:
             await asyncio.sleep(policy.delay(attempt, failure, rng))
-    raise InfrastructureError(f"{what}: gave up after {policy.max_retries + 1} attempts; last error: {_describe(last)}") from last
+    raise InfrastructureError(
+        f"{what}: gave up after {policy.max_retries + 1} attempts; last error: {_describe(last)}"
+    ) from last
 
 
 def _describe(err: BaseException) -> str:

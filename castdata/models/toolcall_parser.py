@@ -47,7 +47,7 @@ def split_reasoning(text: str) -> tuple[str | None, str]:
         return head.replace(THINK_OPEN, "", 1).strip(), rest
     stripped = text.lstrip()
     if stripped.startswith(THINK_OPEN):  # generation stopped inside the block
-        return stripped[len(THINK_OPEN):].strip(), ""
+        return stripped[len(THINK_OPEN) :].strip(), ""
     return None, text
 
 
@@ -78,7 +78,7 @@ def parse_tool_calls(text: str) -> ParsedOutput:
     reasoning, rest = split_reasoning(text)
     calls, kept, position = [], [], 0
     for match in _TOOL_CALL.finditer(rest):
-        kept.append(rest[position:match.start()])
+        kept.append(rest[position : match.start()])
         calls.append(_tool_call(match.group(1)))
         position = match.end()
     kept.append(rest[position:])

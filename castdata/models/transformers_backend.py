@@ -31,7 +31,9 @@ class TransformersBackend(ChatBackend):
             import torch
             import transformers
         except ImportError:
-            raise ConfigError("backend: 'transformers' needs torch and transformers: pip install 'castdata[train]'") from None
+            raise ConfigError(
+                "backend: 'transformers' needs torch and transformers: pip install 'castdata[train]'"
+            ) from None
         self.torch = torch
         self.device = spec.options.get("device", "cpu")
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(spec.model)
@@ -50,7 +52,12 @@ class TransformersBackend(ChatBackend):
         sampling = self.spec.sampling
         started = time.perf_counter()
         inputs = self.tokenizer.apply_chat_template(
-            messages, tools=tools, add_generation_prompt=True, return_dict=True, return_tensors="pt", **self.spec.chat_template_kwargs
+            messages,
+            tools=tools,
+            add_generation_prompt=True,
+            return_dict=True,
+            return_tensors="pt",
+            **self.spec.chat_template_kwargs,
         ).to(self.device)
         options: dict[str, Any] = {"do_sample": False}
         if sampling.temperature > 0:

@@ -25,8 +25,10 @@ ChatFn = Callable[..., Awaitable[Reply]]
 USER_ROLE = "You are a user interacting with an agent."
 AGENT_GREETING = "Hi! How can I help you today?"
 EMPTY_RETRIES = 2
-DEVICE_RULE = ("- You have tools that act on your own phone. When the agent asks you to check or change something"
-               " on it, use them, and ground what you tell the agent on their results.\n")
+DEVICE_RULE = (
+    "- You have tools that act on your own phone. When the agent asks you to check or change something"
+    " on it, use them, and ground what you tell the agent on their results.\n"
+)
 
 TRAITS: dict[str, tuple[str, str, str]] = {
     "impatience": (
@@ -70,9 +72,7 @@ def user_system_prompt(instruction: str, traits: dict[str, int], device: bool = 
     and its persona."""
     persona = "".join(f"- {TRAITS[name][level - 1]}\n" for name, level in traits.items())
     device_rule = DEVICE_RULE if device else ""
-    persona_part = (
-        f"\nPersona (it shapes how you talk, never the facts you give):\n{persona}" if persona else ""
-    )
+    persona_part = f"\nPersona (it shapes how you talk, never the facts you give):\n{persona}" if persona else ""
     return f"""{USER_ROLE}
 
 Instruction: {instruction}
@@ -106,7 +106,9 @@ class LLMUser:
         turns = [m for m in messages if m["role"] == "user" or (m["role"] == "assistant" and not m.get("tool_calls"))]
         if turns and turns[-1]["role"] == "assistant":
             turns.pop()
-        flipped = [{"role": "assistant" if m["role"] == "user" else "user", "content": m["content"] or ""} for m in turns]
+        flipped = [
+            {"role": "assistant" if m["role"] == "user" else "user", "content": m["content"] or ""} for m in turns
+        ]
         self.messages = self.messages[:2] + flipped
 
     async def reply(self, agent_message: str | None) -> Reply:
@@ -117,8 +119,10 @@ class LLMUser:
 
     async def observe(self, results: list[tuple[ToolCall, str]]) -> Reply:
         """The user's next turn after its own tool calls returned `results` (dual control)."""
-        self.messages += [{"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
-                          for call, content in results]
+        self.messages += [
+            {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
+            for call, content in results
+        ]
         return await self._next()
 
     async def _next(self) -> Reply:
@@ -129,8 +133,10 @@ class LLMUser:
             usage = usage + (answer.usage or Usage())
             text = (answer.content or "").strip()
             if self.tools and answer.tool_calls:
-                calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
-                         for c in answer.tool_calls]
+                calls = [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
+                    for c in answer.tool_calls
+                ]
                 self.messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
                 return Reply(tool_calls=answer.tool_calls, usage=usage)
             if text:

@@ -47,7 +47,9 @@ class BatchScheduler:
     `InfrastructureError`.
     """
 
-    def __init__(self, run_batch: Callable[[list[ChatRequest]], Sequence[Any]], max_batch: int, max_wait_s: float) -> None:
+    def __init__(
+        self, run_batch: Callable[[list[ChatRequest]], Sequence[Any]], max_batch: int, max_wait_s: float
+    ) -> None:
         if max_batch < 1 or max_wait_s < 0:
             raise ValueError("max_batch must be >= 1 and max_wait_s >= 0")
         self.run_batch = run_batch
@@ -97,7 +99,7 @@ class BatchScheduler:
             outputs = list(await asyncio.to_thread(self.run_batch, [request for request, _ in batch]))
             if len(outputs) != len(batch):
                 raise RuntimeError(f"the engine returned {len(outputs)} outputs for {len(batch)} requests")
-        except Exception as err:  # noqa: BLE001 - isolate the failing request(s)
+        except Exception as err:
             if len(batch) > 1:
                 for item in batch:
                     await self._run([item])
@@ -136,7 +138,11 @@ class VLLMBackend(ChatBackend):
 
     def __init__(self, spec: ModelSpec, *, engine: Any = None, make_params: Callable[..., Any] | None = None) -> None:
         super().__init__(spec)
-        self.engine = Engine(engine) if engine is not None else shared_engine(spec.model, json.dumps(spec.options.get("engine", {}), sort_keys=True))
+        self.engine = (
+            Engine(engine)
+            if engine is not None
+            else shared_engine(spec.model, json.dumps(spec.options.get("engine", {}), sort_keys=True))
+        )
         self.make_params = make_params or vllm_sampling_params
         self.scheduler = BatchScheduler(
             self._run_batch,
@@ -157,7 +163,11 @@ class VLLMBackend(ChatBackend):
     async def _complete(self, call: ChatCall) -> Reply:
         sampling = self.spec.sampling
         params = self.make_params(
-            temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens, seed=call.seed, json_schema=call.json_schema
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=sampling.max_tokens,
+            seed=call.seed,
+            json_schema=call.json_schema,
         )
         started = time.perf_counter()
         output = await self.scheduler.submit(ChatRequest(wire_messages(call.messages), params, call.tools))
@@ -190,7 +200,9 @@ def shared_engine(model: str, engine_options: str) -> Engine:
     return Engine(_import_vllm().LLM(model=model, **json.loads(engine_options)))
 
 
-def vllm_sampling_params(*, temperature: float, top_p: float, max_tokens: int, seed: int | None, json_schema: dict[str, Any] | None) -> Any:
+def vllm_sampling_params(
+    *, temperature: float, top_p: float, max_tokens: int, seed: int | None, json_schema: dict[str, Any] | None
+) -> Any:
     """vLLM `SamplingParams`; a JSON schema becomes structured output (guided decoding on older vLLM)."""
     sampling_params = _import_vllm().sampling_params
     extra: dict[str, Any] = {}
@@ -199,4 +211,6 @@ def vllm_sampling_params(*, temperature: float, top_p: float, max_tokens: int, s
             extra["structured_outputs"] = sampling_params.StructuredOutputsParams(json=json_schema)
         else:
             extra["guided_decoding"] = sampling_params.GuidedDecodingParams(json=json_schema)
-    return sampling_params.SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, **extra)
+    return sampling_params.SamplingParams(
+        temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, **extra
+    )

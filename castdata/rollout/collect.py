@@ -14,16 +14,23 @@ from pathlib import Path
 from castdata import __version__
 from castdata.config import CollectConfig
 from castdata.envs import load_domain
-from castdata.errors import ConfigError, RunDirConflict, RunFailed, UnknownName
 from castdata.envs.tau2_import import tau2_version
 from castdata.envs.tau_import import tau_trait_version
+from castdata.errors import ConfigError, RunDirConflict, RunFailed, UnknownName
 from castdata.models import open_backend
 from castdata.models.base import Backend
 from castdata.models.probe import probe_endpoints
 from castdata.records import Trajectory, Usage
 from castdata.rollout.episode import run_episode
 from castdata.rollout.store import (
-    MANIFEST, EpisodeKey, RecordWriter, finished_keys, iter_trajectories, repair, trajectory_file, write_json,
+    MANIFEST,
+    EpisodeKey,
+    RecordWriter,
+    finished_keys,
+    iter_trajectories,
+    repair,
+    trajectory_file,
+    write_json,
 )
 
 
@@ -227,7 +234,8 @@ def collect(
     config: CollectConfig, out: Path | str, *, force: bool = False, show_progress: bool = True, limit: int | None = None
 ) -> dict:
     """Synchronous `collect_async` with a rich progress bar (episodes, success rate, tokens, cost, episodes/s)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
 
     progress = Progress()
 
@@ -237,7 +245,13 @@ def collect(
             await asyncio.wait({job}, timeout=0.05)
         if not show_progress or job.done():
             return await job
-        columns = (TextColumn("collect"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+        columns = (
+            TextColumn("collect"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+        )
         with Bar(*columns, transient=False) as bar:
             handle = bar.add_task("", total=None)
             while not job.done():
@@ -245,9 +259,13 @@ def collect(
                 elapsed = max(time.time() - progress.started, 1e-9)
                 rate = progress.successes / max(1, progress.ran)
                 workers = f" | {len(progress.workers)} workers" if progress.workers else ""
-                bar.update(handle, total=progress.total, completed=progress.done,
-                           description=f"success {rate:.0%} | {progress.tokens:,} tokens | ${progress.cost_usd:.2f} | "
-                                       f"{progress.ran / elapsed:.1f} ep/s{workers}")
+                bar.update(
+                    handle,
+                    total=progress.total,
+                    completed=progress.done,
+                    description=f"success {rate:.0%} | {progress.tokens:,} tokens | ${progress.cost_usd:.2f} | "
+                    f"{progress.ran / elapsed:.1f} ep/s{workers}",
+                )
         return job.result()
 
     return asyncio.run(main())

@@ -25,7 +25,15 @@ from typing import Any
 
 from castdata.envs import RESPOND, Domain, Task
 from castdata.envs.clock import episode_clock
-from castdata.models.base import Backend, EpisodeContext, InfrastructureError, ModelOutputError, Reply, ToolCall, UserSession
+from castdata.models.base import (
+    Backend,
+    EpisodeContext,
+    InfrastructureError,
+    ModelOutputError,
+    Reply,
+    ToolCall,
+    UserSession,
+)
 from castdata.models.spec import ModelSpec
 from castdata.records import Action, MessageMeta, Outcome, Privileged, Trajectory, Usage, UserToolCall, episode_id
 
@@ -43,12 +51,18 @@ class _Transcript:
         self.user_tool_calls: list[UserToolCall] = []  # dual control: the user's own calls, which the agent never sees
         self.add({"role": "system", "content": system_prompt})
 
-    def add(self, message: dict[str, Any], reply: Reply | None = None, violation: str | None = None, raw: Any = None) -> None:
+    def add(
+        self, message: dict[str, Any], reply: Reply | None = None, violation: str | None = None, raw: Any = None
+    ) -> None:
         self.messages.append(message)
         self.meta.append(MessageMeta(t=time.time(), usage=reply.usage if reply else None, violation=violation, raw=raw))
 
     def agent_said(self) -> list[str]:
-        return [m["content"] for m in self.messages if m["role"] == "assistant" and not m.get("tool_calls") and m.get("content")]
+        return [
+            m["content"]
+            for m in self.messages
+            if m["role"] == "assistant" and not m.get("tool_calls") and m.get("content")
+        ]
 
 
 def system_prompt(domain: Domain) -> str:
@@ -176,8 +190,11 @@ async def _user_tools(user_session: UserSession, transcript: _Transcript, answer
                 result = domain.execute(db, call.name, call.arguments, "user")
                 observation, ok = result.observation, result.ok
             step = len(transcript.messages)
-            transcript.user_tool_calls.append(UserToolCall(step=step, id=call.id, name=call.name,
-                                                           arguments=call.arguments or {}, content=observation, ok=ok))
+            transcript.user_tool_calls.append(
+                UserToolCall(
+                    step=step, id=call.id, name=call.name, arguments=call.arguments or {}, content=observation, ok=ok
+                )
+            )
             results.append((call, observation))
         answer = await user_session.observe(results)
         usage = usage + (answer.usage or Usage())
@@ -197,7 +214,9 @@ def _replay(domain: Domain, db, transcript: _Transcript, prefix: list[dict[str, 
             continue
         call = message["tool_calls"][0]
         name, arguments = call["function"]["name"], call["function"]["arguments"]
-        reply = Reply(content=message.get("content"), tool_calls=[ToolCall(call["id"], name, arguments, json.dumps(arguments))])
+        reply = Reply(
+            content=message.get("content"), tool_calls=[ToolCall(call["id"], name, arguments, json.dumps(arguments))]
+        )
         ok, reason = _tool_turn(domain, db, transcript, reply)
         errors += not ok
     return steps, errors, reason
@@ -217,7 +236,9 @@ def _tool_turn(domain: Domain, db, transcript: _Transcript, reply: Reply) -> tup
     message: dict[str, Any] = {
         "role": "assistant",
         "content": reply.content or None,
-        "tool_calls": [{"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments or {}}}],
+        "tool_calls": [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments or {}}}
+        ],
     }
     if call.arguments is None:
         observation, ok = f"Error: the arguments of '{call.name}' are not a JSON object: {call.raw_arguments!r}", False

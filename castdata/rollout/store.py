@@ -110,7 +110,9 @@ def latest_records(lines: Iterable[tuple[Any, int, str]]) -> dict[EpisodeKey, _L
         try:
             head = json.loads(line)
             key = (head["domain"], head["split"], head["task_id"], head["trial"])
-            found = _Latest(head["ended_at"], path, number, head["outcome"]["termination_reason"] != "infrastructure_error")
+            found = _Latest(
+                head["ended_at"], path, number, head["outcome"]["termination_reason"] != "infrastructure_error"
+            )
         except (ValueError, KeyError, TypeError) as err:
             raise InputError(f"{path}:{number}: not a {TRAJECTORIES} record: {type(err).__name__} {err}") from None
         if key not in latest or found.ended_at >= latest[key].ended_at:

@@ -16,8 +16,8 @@ from typing import Any
 
 from fsspec.core import url_to_fs
 
-from castdata.rollout.collect import EpisodeKey
 from castdata.redact import redact
+from castdata.rollout.collect import EpisodeKey
 from castdata.rollout.store import MANIFEST, TRAJECTORIES, RecordWriter, latest_records, repair, write_json
 
 
@@ -46,7 +46,9 @@ class RunLocation:
         """Replace the manifest (atomically on a path; object stores replace whole objects anyway)."""
         if self.is_url:
             self.fs.makedirs(self.root, exist_ok=True)
-            self.fs.pipe_file(f"{self.root}/{MANIFEST}", (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+            self.fs.pipe_file(
+                f"{self.root}/{MANIFEST}", (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+            )
         else:
             write_json(Path(self.root) / MANIFEST, manifest)
 

@@ -46,5 +46,7 @@ class ExecutorOptions(BaseModel):
         if value == "ray":
             return {"ray": {}}
         if isinstance(value, str):
-            raise ValueError("must be 'local', 'ray', or a mapping {ray: {address, num_workers, episodes_per_task_batch, resources}}")
+            raise ValueError(
+                "must be 'local', 'ray', or a mapping {ray: {address, num_workers, episodes_per_task_batch, resources}}"
+            )
         return value

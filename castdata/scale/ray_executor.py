@@ -40,7 +40,9 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError("executor.ray: Ray is not installed; install the extra: pip install 'castdata[ray]'") from None
+        raise ConfigError(
+            "executor.ray: Ray is not installed; install the extra: pip install 'castdata[ray]'"
+        ) from None
     return ray
 
 
@@ -75,7 +77,9 @@ async def collect_on_ray(
     return manifest
 
 
-async def _run_workers(ray: Any, config: CollectConfig, location: RunLocation, units: list[WorkUnit], progress: Progress) -> None:
+async def _run_workers(
+    ray: Any, config: CollectConfig, location: RunLocation, units: list[WorkUnit], progress: Progress
+) -> None:
     """Run the workers until every unit is done, refreshing `progress` from the tally."""
     options = config.executor.ray
     count = min(options.num_workers, len(units))
@@ -85,7 +89,9 @@ async def _run_workers(ray: Any, config: CollectConfig, location: RunLocation, u
     broker = ray.remote(PermitBroker).options(num_cpus=0, max_concurrency=waiters).remote(limits)
     tally = ray.remote(Tally).options(num_cpus=0).remote()
     task = ray.remote(run_worker).options(**options.task_options())
-    refs = [task.remote(config, location.where, index, set(limits), dispatcher, broker, tally) for index in range(count)]
+    refs = [
+        task.remote(config, location.where, index, set(limits), dispatcher, broker, tally) for index in range(count)
+    ]
     running = {asyncio.ensure_future(ref): ref for ref in refs}
     earlier = progress.done
     try:
@@ -109,22 +115,39 @@ def _raise_failure(future: asyncio.Future, retries: int) -> None:
     cause = getattr(err, "cause", None)  # a RayTaskError carries the worker's own exception
     if isinstance(cause, ConfigError):
         raise ConfigError(f"on a Ray worker: {cause}") from None
-    raise WorkerFailed(f"a worker failed (processes that died were rerun up to {retries} times): {cause or err}") from err
+    raise WorkerFailed(
+        f"a worker failed (processes that died were rerun up to {retries} times): {cause or err}"
+    ) from err
 
 
 def _show(progress: Progress, earlier: int, tally: Progress) -> None:
     """Copy the tally's counters into the driver's `progress` (episodes finished before the launch included)."""
     progress.done = earlier + tally.done
-    progress.ran, progress.successes, progress.tokens, progress.cost_usd = tally.ran, tally.successes, tally.tokens, tally.cost_usd
+    progress.ran, progress.successes, progress.tokens, progress.cost_usd = (
+        tally.ran,
+        tally.successes,
+        tally.tokens,
+        tally.cost_usd,
+    )
     progress.workers = tally.workers
 
 
-def run_worker(config: CollectConfig, where: Path | str, worker: int, limited: set[str], dispatcher: Any, broker: Any, tally: Any) -> int:
+def run_worker(
+    config: CollectConfig, where: Path | str, worker: int, limited: set[str], dispatcher: Any, broker: Any, tally: Any
+) -> int:
     """A Ray task: claim units until none is left and run their episodes; returns how many it ran."""
     return asyncio.run(_work(config, RunLocation(where), worker, limited, dispatcher, broker, tally))
 
 
-async def _work(config: CollectConfig, location: RunLocation, worker: int, limited: set[str], dispatcher: Any, broker: Any, tally: Any) -> int:
+async def _work(
+    config: CollectConfig,
+    location: RunLocation,
+    worker: int,
+    limited: set[str],
+    dispatcher: Any,
+    broker: Any,
+    tally: Any,
+) -> int:
     attempt, pid = new_attempt(), os.getpid()
     tally.started.remote(worker, pid)
     await broker.begin.remote(worker, attempt)

@@ -13,6 +13,7 @@ from castdata.train.recipe import Recipe
 if TYPE_CHECKING:
     from datasets import Dataset
 
+
 def load_split(recipe: Recipe, split: str) -> Dataset:
     """One split of the recipe's dataset config, filtered to its domains, cut to its limit, with the recipe's
     `chat_template_kwargs` merged over each row's own."""
@@ -28,16 +29,22 @@ def load_split(recipe: Recipe, split: str) -> Dataset:
         try:
             rows = datasets.load_dataset(source.repo, source.config, split=split, revision=source.revision)
         except ValueError as err:  # e.g. an unknown split: datasets names the ones there are
-            raise ConfigError(f"dataset: {source.repo} ({source.config}, split {split!r}): {str(err).splitlines()[0]}") from None
+            raise ConfigError(
+                f"dataset: {source.repo} ({source.config}, split {split!r}): {str(err).splitlines()[0]}"
+            ) from None
     if source.domains is not None:
         rows = rows.filter(lambda domain: domain in source.domains, input_columns="domain")
     if source.limit is not None:
         rows = rows.select(range(min(source.limit, len(rows))))
     if recipe.chat_template_kwargs:
         extra = recipe.chat_template_kwargs
-        rows = rows.map(lambda kwargs: {"chat_template_kwargs": {**(kwargs or {}), **extra}}, input_columns="chat_template_kwargs")
+        rows = rows.map(
+            lambda kwargs: {"chat_template_kwargs": {**(kwargs or {}), **extra}}, input_columns="chat_template_kwargs"
+        )
     if len(rows) == 0:
-        raise ConfigError(f"dataset: {source.repo or source.path} ({source.config}, split {split!r}) has no rows for this recipe")
+        raise ConfigError(
+            f"dataset: {source.repo or source.path} ({source.config}, split {split!r}) has no rows for this recipe"
+        )
     return rows
 
 

@@ -68,4 +68,10 @@ def lora_config(section: LoraSection | None) -> Any:
         return None
     from peft import LoraConfig
 
-    return LoraConfig(r=section.r, lora_alpha=section.alpha, lora_dropout=section.dropout, target_modules=section.target_modules, task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=section.r,
+        lora_alpha=section.alpha,
+        lora_dropout=section.dropout,
+        target_modules=section.target_modules,
+        task_type="CAUSAL_LM",
+    )

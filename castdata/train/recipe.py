@@ -55,7 +55,9 @@ class DatasetSection(_Section):
         if (self.repo is None) == (self.path is None):
             raise ValueError("repo: give exactly one of `repo` (a Hub dataset) and `path` (a local dataset folder)")
         if self.repo is not None and not RELEASE.fullmatch(self.revision or ""):
-            raise ValueError(f"revision: a Hub dataset needs a release tag like v1.0.0 (or a commit sha), got {self.revision!r}")
+            raise ValueError(
+                f"revision: a Hub dataset needs a release tag like v1.0.0 (or a commit sha), got {self.revision!r}"
+            )
         return self
 
 
@@ -128,6 +130,8 @@ def recipe_from_argv(argv: list[str] | None, expect: str, description: str) -> R
     """The recipe a training script is started with: `--config PATH [--set KEY=VALUE ...]`. Raises ConfigError."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--config", required=True, help="A recipe YAML (configs/train/*.yaml).")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="Override a recipe key.")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="Override a recipe key."
+    )
     args = parser.parse_args(argv)
     return load_recipe(args.config, args.overrides, expect)

@@ -62,7 +62,9 @@ def train(config: str, argv: list[str] | None = None) -> Any:
     """A training script's body: the recipe from `--config` (and `--set`), which must train on `config`; train.
     A bad recipe, or data that does not fit it, is one line on stderr and exit code 2, before the model loads."""
     try:
-        recipe = recipe_from_argv(argv, config, f"Fine-tune on {config} ({TRAINERS[config].__name__.upper()} with TRL).")
+        recipe = recipe_from_argv(
+            argv, config, f"Fine-tune on {config} ({TRAINERS[config].__name__.upper()} with TRL)."
+        )
         return TRAINERS[config](recipe)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)

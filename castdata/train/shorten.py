@@ -59,8 +59,10 @@ def fit_rows(rows: Dataset, tokenizer: Any, max_length: int | None, config: str)
     mapped = rows.map(fit, load_from_cache_file=False)
     kept = mapped.filter(lambda fits: fits, input_columns="_fits").remove_columns("_fits")
     if len(kept) == 0 and len(rows) > 0:
-        raise ConfigError(f"training.max_length: {max_length} tokens do not hold the system turn and the trained "
-                          f"answer of any {config} row, even with no history left; raise max_length")
+        raise ConfigError(
+            f"training.max_length: {max_length} tokens do not hold the system turn and the trained "
+            f"answer of any {config} row, even with no history left; raise max_length"
+        )
     return Fitted(kept, counts["shortened"], counts["dropped"])
 
 
@@ -68,8 +70,11 @@ def report(split: str, fitted: Fitted, max_length: int | None) -> None:
     """Say on stderr how many rows of a split were shortened (and dropped) to fit `max_length`."""
     if fitted.shortened or fitted.dropped:
         dropped = f"; {fitted.dropped} dropped (too long even with no history)" if fitted.dropped else ""
-        print(f"{split}: {fitted.shortened} rows shortened from the left of their history to fit max_length "
-              f"{max_length}{dropped}", file=sys.stderr)
+        print(
+            f"{split}: {fitted.shortened} rows shortened from the left of their history to fit max_length "
+            f"{max_length}{dropped}",
+            file=sys.stderr,
+        )
 
 
 Shorten = Callable[[dict[str, Any], int], "dict[str, Any] | None"]

@@ -35,12 +35,24 @@ def overrides(model: Path, dataset: Path, out: Path, steps: int = 3, split: str 
     """`--set` arguments that point a real recipe at the tiny model and a local dataset, for `steps` CPU steps on
     two rows of its telehealth domain (the shorter policy, so the shorter rows)."""
     values = {
-        "model.id": str(model), "dataset.repo": None, "dataset.path": str(dataset), "dataset.train_split": split,
-        "dataset.eval_split": None, "dataset.domains": ["telehealth"], "dataset.limit": 2,
-        "training.output_dir": str(out), "training.max_steps": steps, "training.eval_strategy": "no",
-        "training.save_strategy": "no", "training.logging_steps": 1, "training.per_device_train_batch_size": 1,
-        "training.gradient_accumulation_steps": 1, "training.learning_rate": 1e-3, "training.warmup_steps": 0,
-        "training.max_length": 6144, **more,
+        "model.id": str(model),
+        "dataset.repo": None,
+        "dataset.path": str(dataset),
+        "dataset.train_split": split,
+        "dataset.eval_split": None,
+        "dataset.domains": ["telehealth"],
+        "dataset.limit": 2,
+        "training.output_dir": str(out),
+        "training.max_steps": steps,
+        "training.eval_strategy": "no",
+        "training.save_strategy": "no",
+        "training.logging_steps": 1,
+        "training.per_device_train_batch_size": 1,
+        "training.gradient_accumulation_steps": 1,
+        "training.learning_rate": 1e-3,
+        "training.warmup_steps": 0,
+        "training.max_length": 6144,
+        **more,
     }
     return [part for key, value in values.items() for part in ("--set", f"{key}={json.dumps(value)}")]
 

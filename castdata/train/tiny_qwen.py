@@ -45,17 +45,54 @@ _NUM_KEY_VALUE_HEADS = 2
 _MAX_POSITION_EMBEDDINGS = 8192
 
 _CUSTOMERS = (
-    "Yusuf Rossi", "Mei Davis", "Olivia Smith", "Raj Patel", "Sofia Garcia", "Liam Johnson",
-    "Aarav Kim", "Fatima Khan", "Noah Brown", "Chen Wei", "Isabella Lopez", "Omar Haddad",
+    "Yusuf Rossi",
+    "Mei Davis",
+    "Olivia Smith",
+    "Raj Patel",
+    "Sofia Garcia",
+    "Liam Johnson",
+    "Aarav Kim",
+    "Fatima Khan",
+    "Noah Brown",
+    "Chen Wei",
+    "Isabella Lopez",
+    "Omar Haddad",
 )
 _ITEMS = (
-    "wireless headphones", "water bottle", "hiking boots", "desk lamp", "mechanical keyboard", "yoga mat",
-    "coffee maker", "backpack", "smart watch", "office chair", "bluetooth speaker", "running shoes",
-    "air purifier", "digital camera", "electric kettle", "gaming mouse", "tea kettle", "sunglasses",
+    "wireless headphones",
+    "water bottle",
+    "hiking boots",
+    "desk lamp",
+    "mechanical keyboard",
+    "yoga mat",
+    "coffee maker",
+    "backpack",
+    "smart watch",
+    "office chair",
+    "bluetooth speaker",
+    "running shoes",
+    "air purifier",
+    "digital camera",
+    "electric kettle",
+    "gaming mouse",
+    "tea kettle",
+    "sunglasses",
 )
 _CITIES = (
-    "Boston", "Denver", "Seattle", "Chicago", "Austin", "Phoenix", "Miami", "Portland",
-    "Atlanta", "Houston", "Philadelphia", "San Francisco", "New York", "Los Angeles",
+    "Boston",
+    "Denver",
+    "Seattle",
+    "Chicago",
+    "Austin",
+    "Phoenix",
+    "Miami",
+    "Portland",
+    "Atlanta",
+    "Houston",
+    "Philadelphia",
+    "San Francisco",
+    "New York",
+    "Los Angeles",
 )
 _USER_LINES = (
     "Hi, I'm {customer}. I need help with my order of {item}.",
@@ -130,7 +167,7 @@ _TOOLS = (
 _TEMPLATE_TEXT = (
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>",
-    '\n</tools>\n\nFor each function call, return a json object with function name and arguments within '
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
     '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n'
     "</tool_call>",
     "system\nYou are a helpful customer service agent.\n",

@@ -49,7 +49,8 @@ def read_episodes(path: Path) -> Iterator[tuple[Episode, str | None]]:
         splits = list(castdata.load(str(path), "trajectories"))  # the splits the folder has
         return ((episode, split) for split in splits for episode in labelled_episodes(path, split))
     raise InputError(
-        f"{path}: neither a run directory (no {RUN_MANIFEST}) nor a dataset folder (no {DATASET_MANIFEST})")
+        f"{path}: neither a run directory (no {RUN_MANIFEST}) nor a dataset folder (no {DATASET_MANIFEST})"
+    )
 
 
 def parse_filters(specs: Iterable[str]) -> dict[str, set[str]]:
@@ -168,8 +169,14 @@ def page_record(episode: Episode) -> dict[str, Any]:
         ],
         "labels": {step: _label(label) for step, label in (episode.labels or {}).items()},
         "interceptions": [
-            {"step": i.step, "attempt": i.attempt, "proposed": visible_content(i.proposed), "verdict": i.verdict,
-             "critique": i.critique, "revised": None if i.revised is None else visible_content(i.revised)}
+            {
+                "step": i.step,
+                "attempt": i.attempt,
+                "proposed": visible_content(i.proposed),
+                "verdict": i.verdict,
+                "critique": i.critique,
+                "revised": None if i.revised is None else visible_content(i.revised),
+            }
             for i in t.interceptions
         ],
         "outcome": t.outcome.model_dump(),

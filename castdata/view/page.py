@@ -66,7 +66,12 @@ class Page:
         template = Environment(autoescape=True).from_string((static / "page.html.jinja").read_text(encoding="utf-8"))
         index = {"rows": self.rows, "opened": opened, "page_rows": PAGE_ROWS, "chunk_episodes": CHUNK_EPISODES}
         return template.render(
-            title=title, source=source, episodes=len(self.rows), index_json=script_json(index), chunks=self.chunks,
-            css=Markup(css), js=Markup(js),
+            title=title,
+            source=source,
+            episodes=len(self.rows),
+            index_json=script_json(index),
+            chunks=self.chunks,
+            css=Markup(css),
+            js=Markup(js),
             csp=f"default-src 'none'; style-src {_csp_hash(css)}; script-src {_csp_hash(js)}",
         )

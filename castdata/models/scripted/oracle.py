@@ -351,11 +351,8 @@ class NoisyOracleAgent:
             say = end_text(value, move.outputs)
         for kind in move.mistakes:
             detail, breaking = move.details.get(kind, ""), move.breaking
-            if (
-                kind == "misread_observation"
-                and not detail
-                or kind == "missing_output"
-                and not self._unsaid(messages, say)
+            if (kind == "misread_observation" and not detail) or (
+                kind == "missing_output" and not self._unsaid(messages, say)
             ):
                 continue  # no value to misread; the outputs were said anyway (e.g. a summary's amount is one)
             if kind == "wrong_argument":
