@@ -22,7 +22,7 @@ TASKS = 500  # retail ships 500 train tasks
 BUILD = """
 import json, resource, sys, time
 from pathlib import Path
-from castdata.build.dataset import build_dataset
+from castdata.builders.dataset import build_dataset
 start, cpu = time.perf_counter(), time.process_time()
 manifest = build_dataset([Path(sys.argv[1])], Path(sys.argv[2]))
 print(json.dumps({"wall_s": time.perf_counter() - start, "cpu_s": time.process_time() - cpu,

@@ -141,7 +141,7 @@ def build(
     quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
 ) -> None:
     """Build the dataset configs (Parquet), card, plots and manifest from labelled runs."""
-    from castdata.build.dataset import build_dataset
+    from castdata.builders.dataset import build_dataset
     from castdata.config import PipelineConfig, load_config
     from castdata.errors import InputError
     from castdata.ui import counting

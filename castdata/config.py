@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from castdata.build.options import BuildOptions
+from castdata.builders.options import BuildOptions
 from castdata.errors import ConfigError
 from castdata.hub.options import PublishOptions
 from castdata.models.spec import ModelSpec

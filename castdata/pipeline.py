@@ -27,7 +27,7 @@ def _key(*parts: Any) -> str:
 
 
 def _folder_digest(folder: Path) -> dict[str, str]:
-    from castdata.build.dataset import file_digest
+    from castdata.builders.dataset import file_digest
 
     return {path.name: file_digest(path)["sha256"] for path in sorted(folder.glob("*.jsonl"))}
 
@@ -78,7 +78,7 @@ def run_pipeline(
 ) -> Path:
     """Run every stage of a pipeline config (with `overrides`, `--set KEY=VALUE`); returns the dataset folder.
     `force` and `limit` are collect's (`castdata.rollout.collect.collect`)."""
-    from castdata.build.dataset import MANIFEST, build_dataset
+    from castdata.builders.dataset import MANIFEST, build_dataset
     from castdata.label.run import LABELS, label_run, load_label_config
     from castdata.rollout.collect import collect
     from castdata.ui import counting

@@ -1,7 +1,7 @@
 """The trajectory record: one episode, as collected. Schema `castdata.trajectory/1`.
 
 Born in `castdata.rollout.episode`, written by `castdata.rollout.store`, read by
-`castdata.label`, `castdata.build` and `castdata.report`.
+`castdata.label`, `castdata.builders` and `castdata.report`.
 
 `messages` are exactly what the agent saw, in OpenAI chat format (assistant `tool_calls[].function.arguments`
 is a dict). `meta` runs parallel to `messages` (timestamps, token usage, protocol violations).

@@ -28,7 +28,7 @@ def demo_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     from build_helpers import labelled_run
     from filelock import FileLock
 
-    from castdata.build.dataset import MANIFEST, build_dataset
+    from castdata.builders.dataset import MANIFEST, build_dataset
 
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base

@@ -16,10 +16,10 @@ import pytest
 from build_helpers import labelled_run
 from tiny_qwen import build_tokenizer, default_corpus
 
-from castdata.build.dataset import MANIFEST, build_dataset
-from castdata.build.features import CONFIGS
-from castdata.build.options import BuildOptions
-from castdata.build.validate import read_front_matter, validate_dataset
+from castdata.builders.dataset import MANIFEST, build_dataset
+from castdata.builders.features import CONFIGS
+from castdata.builders.options import BuildOptions
+from castdata.builders.validate import read_front_matter, validate_dataset
 from castdata.errors import InputError, InvalidDataset
 
 TRAINING = ("critic_sft", "policy_sft", "policy_dpo", "critic_prm")
@@ -298,7 +298,7 @@ def test_build_refuses_unlabelled_runs_and_foreign_folders(runs: list[Path], tmp
 def test_castdata_load_reads_a_rebuilt_local_folder_not_a_stale_cache(tmp_path):
     """`datasets` caches a local folder by its name; `castdata.load(folder, config)` reads the files themselves."""
     import castdata
-    from castdata.build.dataset import build_dataset
+    from castdata.builders.dataset import build_dataset
 
     folder = tmp_path / "dataset"
     build_dataset([labelled_run(tmp_path / "a", split="test", tasks="0-1", trials=1)], folder)
@@ -311,7 +311,7 @@ def test_castdata_load_reads_a_rebuilt_local_folder_not_a_stale_cache(tmp_path):
 def test_episodes_in_several_record_files_build_once_with_their_labels(tmp_path: Path) -> None:
     """Records split over files (a Ray run's unit files) and an infrastructure failure superseded by a rerun
     in another file: the builder takes each episode's latest record, as the store does, with its labels."""
-    from castdata.build.source import iter_episodes
+    from castdata.builders.source import iter_episodes
     from castdata.label.run import label_run
     from castdata.rollout.store import read_trajectories, trajectory_file
 

@@ -11,9 +11,9 @@ import pytest
 from build_helpers import labelled_run
 from openai_server import ChatServer
 
-from castdata.build import critic as critic_rows
-from castdata.build.render import context_block, emitted
-from castdata.build.source import iter_episodes, read_clauses
+from castdata.builders import critic as critic_rows
+from castdata.builders.render import context_block, emitted
+from castdata.builders.source import iter_episodes, read_clauses
 from castdata.critic import open_critic
 from castdata.critic.eval_policy import EvalConfig, run_eval
 from castdata.critic.model import ModelCritic, critique_schema, parse_critique

@@ -102,7 +102,7 @@ def test_eval_cli_prints_pass_k_side_by_side_and_refuses_bad_configs(tmp_path: P
 def test_a_guarded_run_builds_with_its_interceptions(evaluated, tmp_path: Path) -> None:
     from datasets import load_dataset
 
-    from castdata.build.dataset import build_dataset
+    from castdata.builders.dataset import build_dataset
     from castdata.label.run import label_run
 
     out, _ = evaluated

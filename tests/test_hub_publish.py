@@ -18,9 +18,9 @@ import pytest
 from build_helpers import hub_env, labelled_run
 from hub_server import HubServer
 
-from castdata.build.dataset import build_dataset
-from castdata.build.features import CONFIGS
-from castdata.build.options import BuildOptions
+from castdata.builders.dataset import build_dataset
+from castdata.builders.features import CONFIGS
+from castdata.builders.options import BuildOptions
 
 REPO = "castdata/demo"
 TOKEN = "hf_castdataLoopbackSecret0123456789"
@@ -34,8 +34,8 @@ from huggingface_hub import HfApi, hf_hub_download
 from typer.testing import CliRunner
 
 import castdata
-from castdata.build.features import CONFIGS
-from castdata.build.options import BuildOptions
+from castdata.builders.features import CONFIGS
+from castdata.builders.options import BuildOptions
 from castdata.cli import app
 
 work, out = Path(sys.argv[1]), Path(sys.argv[2])

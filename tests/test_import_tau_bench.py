@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from castdata.build.dataset import build_dataset
+from castdata.builders.dataset import build_dataset
 from castdata.errors import InputError, RunDirConflict, UnknownName
 from castdata.imports.tau_bench import import_tau_bench
 from castdata.label.run import label_run, read_labels

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from build_helpers import demo_config, labelled_run
 
-from castdata.build.dataset import MANIFEST, build_dataset
-from castdata.build.options import BuildOptions
+from castdata.builders.dataset import MANIFEST, build_dataset
+from castdata.builders.options import BuildOptions
 from castdata.envs import load_domain
 from castdata.label.visible import identifiers
 from castdata.models.scripted.goals import REQUEST_VERBS

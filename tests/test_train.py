@@ -22,7 +22,7 @@ pytest.importorskip("peft")
 
 from build_helpers import ROOT
 
-from castdata.build.features import CONFIGS
+from castdata.builders.features import CONFIGS
 from castdata.config import ConfigError
 from castdata.train import smoke
 from castdata.train.model import training_args

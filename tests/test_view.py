@@ -164,8 +164,8 @@ def test_filters_and_one_episode(run, tmp_path):
 
 
 def test_a_dataset_folder_shows_the_same_episodes(run, page, tmp_path):
-    from castdata.build.dataset import build_dataset
-    from castdata.build.options import BuildOptions
+    from castdata.builders.dataset import build_dataset
+    from castdata.builders.options import BuildOptions
 
     dataset = build_dataset([run], tmp_path / "dataset", BuildOptions())
     assert dataset["configs"]["trajectories"]

@@ -26,7 +26,7 @@ def open_critic(spec: ModelSpec, where: str = "critic") -> Critic:
         from castdata.critic.replay import ReplayCritic
 
         return ReplayCritic()
-    from castdata.build.critic import CHAT_TEMPLATE_KWARGS
+    from castdata.builders.critic import CHAT_TEMPLATE_KWARGS
     from castdata.critic.model import ModelCritic
     from castdata.models import open_backend
 

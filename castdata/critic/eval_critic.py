@@ -20,11 +20,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from castdata.build.dataset import MANIFEST as DATASET_MANIFEST
-from castdata.build.options import BuildOptions
-from castdata.build.render import emitted
-from castdata.build.source import Episode, iter_episodes
-from castdata.build.splits import split_of
+from castdata.builders.dataset import MANIFEST as DATASET_MANIFEST
+from castdata.builders.options import BuildOptions
+from castdata.builders.render import emitted
+from castdata.builders.source import Episode, iter_episodes
+from castdata.builders.splits import split_of
 from castdata.config import ConfigError
 from castdata.critic.guard import Critic, Critique
 from castdata.envs import load_domain

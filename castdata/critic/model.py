@@ -1,6 +1,6 @@
 """A critic model over any backend's `complete(messages, json_schema=...)`, e.g. a Qwen3 fine-tuned on `critic_sft`.
 
-It sees exactly what a `critic_sft` row shows (the builder's own rendering: `castdata.build.critic`) and answers
+It sees exactly what a `critic_sft` row shows (the builder's own rendering: `castdata.builders.critic`) and answers
 with the structured critique as JSON, `verdict` last; the JSON schema is passed to the backend to constrain it.
 """
 
@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from castdata.build import critic as critic_rows
-from castdata.build.render import context_block
+from castdata.builders import critic as critic_rows
+from castdata.builders.render import context_block
 from castdata.critic.guard import Critique
 from castdata.label.policy import clause_table
 from castdata.label.schema import CATEGORIES, Evidence, PolicyRef, Rationale

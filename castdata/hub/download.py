@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from castdata.build.card import CARD
-from castdata.build.dataset import MANIFEST
-from castdata.build.features import CONFIGS
+from castdata.builders.card import CARD
+from castdata.builders.dataset import MANIFEST
+from castdata.builders.features import CONFIGS
 from castdata.errors import InputError, VersionError
 from castdata.hub.api import hub_errors
 from castdata.hub.versions import list_versions, parse_version, tag_of

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from castdata.build.dataset import MANIFEST
+from castdata.builders.dataset import MANIFEST
 from castdata.errors import InputError
 
 if TYPE_CHECKING:

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from castdata.build.card import CARD, render_card
-from castdata.build.dataset import MANIFEST
-from castdata.build.validate import validate_dataset
+from castdata.builders.card import CARD, render_card
+from castdata.builders.dataset import MANIFEST
+from castdata.builders.validate import validate_dataset
 from castdata.errors import VersionError
 from castdata.hub.api import hub_errors, require_token
 from castdata.hub.versions import check_repo_id, list_versions, parse_version, tag_of

@@ -1,7 +1,7 @@
 """The label record: one agent action's verdict and structured rationale. Schema `castdata.label/1`.
 
 Born in `castdata.label` (hindsight labeler, optional teacher and Monte-Carlo passes), written to
-`RUN_DIR/labels/{domain}.{split}.jsonl`, read by `castdata.build` (critic, policy and PRM datasets).
+`RUN_DIR/labels/{domain}.{split}.jsonl`, read by `castdata.builders` (critic, policy and PRM datasets).
 """
 
 from __future__ import annotations

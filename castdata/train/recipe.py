@@ -48,7 +48,7 @@ class DatasetSection(_Section):
 
     @model_validator(mode="after")
     def _source(self) -> DatasetSection:
-        from castdata.build.features import CONFIGS
+        from castdata.builders.features import CONFIGS
 
         if self.config not in CONFIGS:
             raise ValueError(f"config: unknown dataset config {self.config!r}; allowed: {', '.join(CONFIGS)}")

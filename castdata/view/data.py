@@ -1,7 +1,7 @@
 """What `castdata view` shows: the episodes of a run directory or a dataset folder, with their labels, as plain dicts.
 
 `read_episodes` is the only place the view reads files, and it reads them through the existing readers: a run
-directory through `castdata.build.source.iter_episodes` (the store's latest-record rule, labels by domain/split),
+directory through `castdata.builders.source.iter_episodes` (the store's latest-record rule, labels by domain/split),
 a dataset folder through `castdata.load` and `castdata.critic.eval_critic.labelled_episodes` (its `trajectories`
 and `labels` configs). Everything else turns one `Episode` into an index row and a page record.
 
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from castdata.build.source import Episode, iter_episodes
+from castdata.builders.source import Episode, iter_episodes
 from castdata.errors import InputError
 from castdata.label.schema import Label
 from castdata.label.visible import visible_content
@@ -40,7 +40,7 @@ def read_episodes(path: Path) -> Iterator[tuple[Episode, str | None]]:
     path = Path(path)
     if (path / RUN_MANIFEST).is_file():
         return ((episode, None) for episode in iter_episodes(path))
-    from castdata.build.dataset import MANIFEST as DATASET_MANIFEST  # imports datasets and polars: only here
+    from castdata.builders.dataset import MANIFEST as DATASET_MANIFEST  # imports datasets and polars: only here
 
     if (path / DATASET_MANIFEST).is_file():
         import castdata

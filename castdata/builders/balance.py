@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from castdata.build.writer import BATCH_ROWS, PARQUET_OPTIONS
+from castdata.builders.writer import BATCH_ROWS, PARQUET_OPTIONS
 
 RowRef = tuple[int, int]  # (shard index, row index)
 

@@ -15,9 +15,9 @@ import jinja2
 import yaml
 from datasets import Json, List, Value
 
-from castdata.build.features import CONFIGS
-from castdata.build.splits import SPLITS
-from castdata.build.writer import shard_glob
+from castdata.builders.features import CONFIGS
+from castdata.builders.splits import SPLITS
+from castdata.builders.writer import shard_glob
 from castdata.label.schema import CATEGORIES
 
 CARD = "README.md"

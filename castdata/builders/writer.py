@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from datasets import Features
 
-from castdata.build.features import TableEncoder
+from castdata.builders.features import TableEncoder
 
 PARQUET_OPTIONS = {"compression": "zstd"}
 BATCH_ROWS = 256

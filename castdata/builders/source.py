@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from castdata.build.splits import task_key
+from castdata.builders.splits import task_key
 from castdata.errors import InputError
 from castdata.label.policy import Clause
 from castdata.label.run import CLAUSES_FILE, LABELS, STATS_FILE, label_file
@@ -30,7 +30,7 @@ class Episode:
 
     @property
     def identity(self) -> dict[str, str]:
-        """The columns every row of this episode carries (`castdata.build.features.EPISODE`)."""
+        """The columns every row of this episode carries (`castdata.builders.features.EPISODE`)."""
         t = self.trajectory
         return {
             "run": self.run,

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from castdata.build.render import action_message, emitted
-from castdata.build.source import Episode
+from castdata.builders.render import action_message, emitted
+from castdata.builders.source import Episode
 from castdata.label.schema import Label
 
 

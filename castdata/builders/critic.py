@@ -11,8 +11,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from castdata.build.render import describe, emitted, history
-from castdata.build.source import Episode
+from castdata.builders.render import describe, emitted, history
+from castdata.builders.source import Episode
 from castdata.label.schema import CATEGORIES, Label
 
 INSTRUCTIONS = f"""You are a critic of a customer-service agent that talks to a user and calls tools under the \

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from castdata.build.source import Episode
+from castdata.builders.source import Episode
 
 
 def _where(episode: Episode) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from castdata.build.render import describe, emitted, history
-from castdata.build.source import Episode
+from castdata.builders.render import describe, emitted, history
+from castdata.builders.source import Episode
 
 
 def prm_rows(episode: Episode, prompt: str) -> Iterator[dict[str, Any]]:

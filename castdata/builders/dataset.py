@@ -14,18 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from castdata import __version__
-from castdata.build import critic, plots, stats
-from castdata.build.balance import balance_shards
-from castdata.build.card import CARD, render_card
-from castdata.build.features import CONFIGS
-from castdata.build.options import BuildOptions
-from castdata.build.policy import dpo_rows, sft_rows
-from castdata.build.prm import prm_rows
-from castdata.build.raw import label_rows, trajectory_row
-from castdata.build.render import context_block
-from castdata.build.source import Episode, iter_episodes, read_clauses, read_label_stats, read_manifest
-from castdata.build.splits import SPLITS, split_of
-from castdata.build.writer import ConfigWriter
+from castdata.builders import critic, plots, stats
+from castdata.builders.balance import balance_shards
+from castdata.builders.card import CARD, render_card
+from castdata.builders.features import CONFIGS
+from castdata.builders.options import BuildOptions
+from castdata.builders.policy import dpo_rows, sft_rows
+from castdata.builders.prm import prm_rows
+from castdata.builders.raw import label_rows, trajectory_row
+from castdata.builders.render import context_block
+from castdata.builders.source import Episode, iter_episodes, read_clauses, read_label_stats, read_manifest
+from castdata.builders.splits import SPLITS, split_of
+from castdata.builders.writer import ConfigWriter
 from castdata.errors import InputError
 from castdata.label.policy import Clause
 from castdata.records import Trajectory

@@ -13,10 +13,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import yaml
 
-from castdata.build.card import CARD, front_matter
-from castdata.build.dataset import DATASET_SCHEMA, MANIFEST, file_digest
-from castdata.build.features import CONFIGS
-from castdata.build.splits import SPLITS
+from castdata.builders.card import CARD, front_matter
+from castdata.builders.dataset import DATASET_SCHEMA, MANIFEST, file_digest
+from castdata.builders.features import CONFIGS
+from castdata.builders.splits import SPLITS
 from castdata.errors import InvalidDataset
 
 DATA_SUFFIXES = (".parquet", ".png")
