@@ -8,13 +8,15 @@ change or never told a required answer. Real agents commit to the error earlier,
   offered it before, when they name the write's wrong values (or, for an act gold never makes, its target). The
   error is the first of those messages. A write whose wrong values no message named is its own error;
 - **a refusal**: a needed change never made, after the agent had looked at the record it concerns and told the
-  user it cannot be done, and never tried it after (`wrong_refusal`);
+  user it cannot be done, and never tried it after, or after it kept requiring a record's id the user said it does
+  not have, instead of looking the record up (`wrong_refusal`);
 - **a wrong answer**: a required answer never told, where the agent answered the user's question with another
   value, or refused to (`misread_observation` / `wrong_refusal`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -31,10 +33,21 @@ REFUSAL = re.compile(
     re.I,
 )
 QUESTION = re.compile(r"\?|\b(?:how (?:many|much)|total|balance|tell me|let me know|what (?:is|are|was|were))\b", re.I)
+_RECORD_ID = r"\b(?:reservation|order|booking|confirmation) ?(?:id|number|code|#)"
+_LACKS = re.compile(  # the user says it has no record id at hand
+    r"\b(?:don'?t|do not|can'?t|cannot|couldn'?t) (?:have|remember|recall|find|locate|know)\b"
+    r"(?:(?!\bid\b)[^.?!,]){0,25}?" + _RECORD_ID,
+    re.I,
+)
+_NEEDS = re.compile(  # the agent says it still requires one
+    r"\b(?:need|needs|require|requires|required|must have|necessary)\b[^.?!]{0,40}?" + _RECORD_ID, re.I
+)
+_BLANK = {"none", "no", "n/a", ""}  # an option value no message says as such ("no features")
 _NUMBER = re.compile(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?(?![\w])")
 
 
-def _text(message: dict[str, Any]) -> str:
+def agent_text(message: dict[str, Any]) -> str:
+    """What an agent message says to the user ("" for any other message)."""
     return message.get("content") or "" if message["role"] == "assistant" else ""
 
 
@@ -43,8 +56,69 @@ def _agent_texts(messages: list[dict[str, Any]], before: int) -> list[int]:
     return [i for i in range(1, before) if messages[i]["role"] == "assistant" and messages[i].get("content")]
 
 
-def _mentions(text: str, token: str) -> bool:
+def mentions(text: str, token: str) -> bool:
+    """Whether a text names an identifier (an order id with or without its `#`)."""
     return token in text or token.lstrip("#") in text
+
+
+def _records(value: Any, token: str) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The records (JSON objects) in a tool result that stand for `token` (holding it as a value, or keyed by it),
+    each with its siblings: the other records of the list or mapping that holds it (a product's other variants)."""
+    found = []
+    members = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else []
+    for index, item in enumerate(members):
+        if isinstance(item, dict) and (
+            token in item.values() or (isinstance(value, dict) and list(value)[index] == token)
+        ):
+            found.append((item, [other for other in members if isinstance(other, dict) and other is not item]))
+        found += _records(item, token)
+    return found
+
+
+def _description(record: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The words that name a record without its id: its price, its card's brand or last four digits, all its option
+    values."""
+    found = []
+    if isinstance(record.get("price"), (int, float)):
+        found.append((f"{record['price']:,.2f}",))
+    if isinstance(record.get("last_four"), str):
+        found.append((record["last_four"],))
+    if isinstance(record.get("brand"), str):
+        found.append((record["brand"].lower(),))
+    options = record.get("options")
+    if isinstance(options, dict):
+        words = tuple(str(v).lower() for v in options.values() if str(v).lower() not in _BLANK)
+        if len(words) >= 2:
+            found.append(words)
+    return found
+
+
+def descriptions(messages: list[dict[str, Any]], before: int, token: str) -> list[tuple[tuple[str, ...], list]]:
+    """How a message may name `token` without its id, from the tool results before `before` that show its record
+    (an item's "8-inch, 64GB, silver", its price), each with the descriptions of the record's siblings: a message
+    that also describes a sibling lists choices, and names none of them."""
+    found = []
+    for message in messages[1:before]:
+        if message["role"] != "tool" or token not in (message["content"] or ""):
+            continue
+        try:
+            result = json.loads(message["content"])
+        except ValueError:
+            continue
+        for record, siblings in _records(result, token):
+            others = [words for sibling in siblings for words in _description(sibling)]
+            found += [(words, others) for words in _description(record)]
+    return found
+
+
+def describes(text: str, described: list[tuple[tuple[str, ...], list]]) -> bool:
+    """Whether a message names one record by its description, and no sibling of it."""
+    lowered = text.lower()
+
+    def holds(words: tuple[str, ...]) -> bool:
+        return all(re.search(rf"(?<![\w.]){re.escape(word)}(?![\w])", lowered) for word in words)
+
+    return any(holds(words) and not any(holds(other) for other in others) for words, others in described)
 
 
 def targets(action: Action) -> list[str]:
@@ -78,7 +152,7 @@ def said_first(
     messages: list[dict[str, Any]], step: int, tokens: list[str], topic: tuple[str, ...] | None = None
 ) -> int:
     """Where a write's error was first said: the first agent message of the unbroken run, ending with the latest
-    one before `step`, that names one of `tokens` (no earlier than the latest tool result naming one: what the
+    one before `step`, that names one of `tokens` or describes one (`descriptions`) (no earlier than the latest tool result naming one: what the
     agent said rests on what it read). For a wrong act (`topic`: the words for what the write does), the latest
     message must speak of that act, else the write went against what was proposed and is its own error; it is
     the error even when it names no token. `step` itself when no message carries the error."""
@@ -86,7 +160,7 @@ def said_first(
         (
             i
             for i in range(1, step)
-            if messages[i]["role"] == "tool" and any(_mentions(messages[i]["content"] or "", token) for token in tokens)
+            if messages[i]["role"] == "tool" and any(mentions(messages[i]["content"] or "", token) for token in tokens)
         ),
         default=0,
     )
@@ -95,9 +169,11 @@ def said_first(
         return step
     if topic and not any(word in messages[texts[-1]]["content"].lower() for word in topic):
         return step
+    described = [words for token in tokens for words in descriptions(messages, step, token)]
     found = step
     for index in reversed(texts):
-        if not any(_mentions(messages[index]["content"], token) for token in tokens):
+        text = messages[index]["content"]
+        if not any(mentions(text, token) for token in tokens) and not describes(text, described):
             break
         found = index
     return texts[-1] if found == step and topic else found
@@ -109,7 +185,7 @@ def proposal_of(messages: list[dict[str, Any]], step: int) -> int | None:
     last_user = next((i for i in range(step - 1, 0, -1) if messages[i]["role"] == "user"), None)
     if last_user is None:
         return None
-    request = next((i for i in range(last_user - 1, 0, -1) if _text(messages[i])), None)
+    request = next((i for i in range(last_user - 1, 0, -1) if agent_text(messages[i])), None)
     answer = messages[last_user].get("content") or ""
     said = messages[request]["content"] if request is not None else None
     return request if request is not None and is_confirmation(answer, said) else None
@@ -132,20 +208,37 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
         (
             i
             for i in range(1, before)
-            if messages[i]["role"] == "tool" and any(_mentions(messages[i]["content"] or "", token) for token in own)
+            if messages[i]["role"] == "tool" and any(mentions(messages[i]["content"] or "", token) for token in own)
         ),
         None,
     )
     for index in _agent_texts(messages, before):
         text = messages[index]["content"]
-        names_target = any(_mentions(text, token) for token in own)
+        names_target = any(mentions(text, token) for token in own)
         if not REFUSAL.search(text) or (not names_target and (asked is None or index < asked)):
             continue  # a refusal of this record, or of this act once the user asked for it
         if looked is None or index < looked or _tried_after(messages, index, before, action.name):
             continue
         lowered = text.lower()
-        if any(_mentions(text, token) for token in targets(action)) or any(word in lowered for word in words):
+        if any(mentions(text, token) for token in targets(action)) or any(word in lowered for word in words):
             return index
+    return None
+
+
+def insisted(messages: list[dict[str, Any]], before: int) -> int | None:
+    """The agent's first reply, before `before`, that still requires a record's id (a reservation or order id) after
+    the user said it does not have it, when the agent looks nothing up after: the policy lets it find the record
+    from the user's profile, so requiring the id closes the only way to the change (`wrong_refusal`)."""
+    for index in range(1, before):
+        message = messages[index]
+        if message["role"] != "user" or not _LACKS.search((message.get("content") or "").replace("\u2019", "'")):
+            continue
+        reply = next((i for i in range(index + 1, before) if messages[i]["role"] != "tool"), None)
+        if reply is None or messages[reply]["role"] != "assistant" or messages[reply].get("tool_calls"):
+            continue  # the agent went to look the record up
+        text = messages[reply].get("content") or ""
+        if _NEEDS.search(text) and not any(reply < step < before for step, _, _ in tool_calls(messages)):
+            return reply  # and it never looked anything up after
     return None
 
 
@@ -165,7 +258,9 @@ def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tu
         message = messages[index]
         if message["role"] != "user" or not QUESTION.search(message.get("content") or ""):
             continue
-        reply = next((i for i in range(index + 1, before) if _text(messages[i]) or messages[i]["role"] == "user"), None)
+        reply = next(
+            (i for i in range(index + 1, before) if agent_text(messages[i]) or messages[i]["role"] == "user"), None
+        )
         if reply is None or messages[reply]["role"] == "user":
             continue
         text = messages[reply]["content"]
@@ -200,7 +295,9 @@ def attribute(trajectory: Trajectory, findings: list[Finding]) -> list[Finding]:
                     )
         elif finding.signal == "replay.gold_write_missing" and finding.missing is not None:
             gold = finding.missing
-            found = refusal(messages, finding.step + 1, gold)  # the closing message itself may be the refusal
+            # the closing message itself may be the refusal
+            said = [refusal(messages, finding.step + 1, gold), insisted(messages, finding.step + 1)]
+            found = min((index for index in said if index is not None), default=None)
             if found is not None:  # the corrected turn offers the change (kept where its details were visible)
                 finding = Finding(found, "said.refusal", "wrong_refusal", "critical", ask_to_confirm(gold), gold)
         elif finding.signal == "replay.output_missing":

@@ -8,6 +8,8 @@ solution are used for the verdict only, never in a rationale):
 - `fault.user_chose_payment`: the only wrong value of the write is the payment method, one the user was shown,
   and the user chose it in its own words (named it, or its kind when the user holds only one of that kind): the
   instruction's choice was never given;
+- `fault.user_chose_target`: the only wrong values of the write are the records it acts on (an order, a
+  reservation), and the user named each first, unprompted or from a choice the agent offered with the gold record;
 - `fault.user_asked`: the write is an act the gold solution never makes, the user asked for it, and the hidden
   instruction never speaks of such an act;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): the
@@ -25,8 +27,16 @@ import re
 
 from castdata.envs import Domain
 from castdata.envs.reproduce import plain, replay_record
-from castdata.label.acts import topic_words
-from castdata.label.attribution import proposal_of, refusal, string_values
+from castdata.label.acts import TARGET_KEYS, topic_words
+from castdata.label.attribution import (
+    agent_text,
+    describes,
+    descriptions,
+    mentions,
+    proposal_of,
+    refusal,
+    string_values,
+)
 from castdata.label.findings import Finding
 from castdata.label.policy_rules import cancellation
 from castdata.label.rules import is_confirmation
@@ -90,12 +100,59 @@ def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expec
     user = said_by_user(trajectory.messages, step).lower()
     for text in chosen:
         kind = _payment_kind(text)
-        if text in user or text.split("_")[-1] in user:
-            continue  # the user named this very payment method
+        if (
+            text in user
+            or text.split("_")[-1] in user
+            or describes(user, descriptions(trajectory.messages, step, text))
+        ):
+            continue  # the user named this very payment method (or its card's brand or last digits, and no other's)
         others = set(re.findall(rf"\b{kind}_\d+", shown)) - {text} if kind else {text}
         if kind is None or others or not any(word in user for word in _PAYMENT_WORDS[kind]):
             return False  # the user named no payment of this kind, or one of several the user holds
     return True
+
+
+def _user_chose_target(
+    trajectory: Trajectory, domain: Domain, step: int, action: Action, expected: Action | None
+) -> bool:
+    """Whether the only wrong values of a write are the records it acts on, each named first by the user: the
+    agent's message before the user named it did not name it, or named the gold record too (a choice offered)."""
+    if expected is None or expected.name != action.name:
+        return False
+    differing = [key for key in action.kwargs if expected.kwargs.get(key) != action.kwargs[key]]
+    if not differing or any(key not in TARGET_KEYS for key in differing):
+        return False
+    messages = trajectory.messages
+    for key in differing:
+        value, right = str(action.kwargs[key]), str(expected.kwargs.get(key))
+        named = next(
+            (i for i in range(1, step) if messages[i]["role"] == "user" and _names_alone(messages[i], value, right)),
+            None,
+        )
+        if named is None:
+            return False  # the user never chose this record over the gold one
+        offer = next((i for i in range(named - 1, 0, -1) if agent_text(messages[i])), None)
+        if offer is not None and _names_alone(messages[offer], value, right):
+            return False  # the agent put this record forward alone
+        confirmed = proposal_of(messages, step)
+        if confirmed is not None and _names_alone(messages[confirmed], right, value):
+            return False  # the user said yes to the gold record, and the agent wrote another
+    return not _forbidden(trajectory, domain, step, action)
+
+
+def _names_alone(message: dict, value: str, other: str) -> bool:
+    """Whether a message names `value` and not `other`."""
+    text = message.get("content") or ""
+    return mentions(text, value) and not mentions(text, other)
+
+
+def _forbidden(trajectory: Trajectory, domain: Domain, step: int, action: Action) -> bool:
+    """Whether the policy forbids the act on the record the user chose (then carrying it out is the agent's error)."""
+    if action.name != "cancel_reservation":
+        return False
+    db = replay_record(domain, trajectory, step).db
+    said = said_by_user(trajectory.messages, step)
+    return cancellation(domain, db, str(action.kwargs.get("reservation_id", "")), said) == "forbidden"
 
 
 def _user_asked(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:
@@ -157,15 +214,22 @@ def episode_fault(trajectory: Trajectory, domain: Domain, critical: list[Finding
         return "fault.gold_unreachable"
     if gold_against_policy(trajectory, domain, critical):
         return "fault.gold_against_policy"
-    if len(critical) != 1 or critical[0].signal not in ("replay.write_off_gold", "replay.write_missed_gold"):
-        return None  # the user's choice explains one wrong write, not several
-    first = critical[0]
-    call = messages[first.step].get("tool_calls")
+    if not critical or any(f.signal not in ("replay.write_off_gold", "replay.write_missed_gold") for f in critical):
+        return None
+    choices = [_user_choice(trajectory, domain, finding) for finding in critical]
+    return choices[0] if all(choices) else None  # the user's choices explain every wrong write, or none is theirs
+
+
+def _user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str | None:
+    """The user's choice that explains a wrong write, as a `fault.*` signal, or None."""
+    call = trajectory.messages[finding.step].get("tool_calls")
     if not call:
         return None
     action = Action(name=call[0]["function"]["name"], kwargs=call[0]["function"]["arguments"])
-    if _user_chose_payment(trajectory, first.step, action, first.expected):
+    if _user_chose_payment(trajectory, finding.step, action, finding.expected):
         return "fault.user_chose_payment"
-    if _user_asked(trajectory, first.step, action, first.expected):
+    if _user_chose_target(trajectory, domain, finding.step, action, finding.expected):
+        return "fault.user_chose_target"
+    if _user_asked(trajectory, finding.step, action, finding.expected):
         return "fault.user_asked"
     return None
