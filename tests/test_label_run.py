@@ -72,7 +72,10 @@ def test_first_critical_error_is_the_first_injected_outcome_breaking_mistake(scr
         if trajectory.outcome.reward == 1.0:
             assert firsts == [] and not user_fault
         elif user_fault:
-            assert firsts == [] and any(m.kind in USER_KINDS for m in trajectory.injected_mistakes)
+            against_policy = any(
+                "fault.gold_against_policy" in label.label_source.signals for label in labels[trajectory.id]
+            )
+            assert firsts == [] and (against_policy or any(m.kind in USER_KINDS for m in trajectory.injected_mistakes))
         else:
             assert len(firsts) == 1 and breaking
 

@@ -172,8 +172,7 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
     cancellation the policy forbids, or the only wrong write is a cancellation the policy allows, asked for and confirmed,
     that the gold solution never makes."""
     gold = list(trajectory.privileged.gold_actions)
-    wrote_wrong = any(f.signal == "replay.write_off_gold" for f in critical)
-    for finding in [] if wrote_wrong else critical:
+    for finding in critical:
         missing = finding.missing or finding.expected
         if (
             finding.signal == "replay.gold_write_missing"
@@ -181,11 +180,12 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
             and missing.name == "cancel_reservation"
         ):
             before = domain.replay(gold[: gold.index(missing)] if missing in gold else [])
-            verdict = cancellation(
-                domain, before, missing.kwargs.get("reservation_id", ""), said_by_user(trajectory.messages)
-            )
+            reservation = missing.kwargs.get("reservation_id", "")
+            if cancellation(domain, before, reservation) == "forbidden":
+                return True  # forbidden whatever the user's reason: no agent that keeps to the policy makes it
+            verdict = cancellation(domain, before, reservation, said_by_user(trajectory.messages))
             if verdict == "forbidden" and refusal(trajectory.messages, finding.step, missing) is not None:
-                return True  # the agent declined, as the policy requires
+                return True  # forbidden for the reason the user gave, and the agent declined, as the policy requires
     if len(critical) != 1 or critical[0].signal != "replay.write_off_gold" or critical[0].expected is not None:
         return False
     call = trajectory.messages[critical[0].step].get("tool_calls")

@@ -140,6 +140,10 @@ class LabelStats:
                 self.false_alarms.update(label.label_source.signals)
         if episode.success:
             return
+        if episode.fault == "fault.gold_against_policy":
+            # the scripted truth takes the gold solution as right; here the policy forbids it, and the label says so
+            self.injected["gold_against_policy"] += 1
+            return
         breaking = [m for m in executed if m.outcome_breaking]
         if not breaking:
             self.injected["failed_without_breaking"] += 1
@@ -225,6 +229,7 @@ class LabelStats:
                 "scripted_episodes": self.scripted,
                 "failed_with_breaking": breaking,
                 "failed_without_breaking": self.injected["failed_without_breaking"],
+                "gold_against_policy": self.injected["gold_against_policy"],
                 "first_error_matches": self.injected["first_error_matches"],
                 "first_error_agreement": round(self.injected["first_error_matches"] / breaking, 4)
                 if breaking
