@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from castdata.label.attribution import describes, descriptions, insisted, said_first
+from castdata.label.attribution import describes, descriptions, insisted, refusal, said_first
+from castdata.records import Action
 
 VARIANTS = {
     "name": "Tablet",
@@ -78,3 +79,18 @@ def test_requiring_a_reservation_id_the_user_does_not_have_is_a_refusal():
         },
     ]
     assert insisted(looked_up, len(looked_up)) is None  # it went on to find the reservation
+
+
+def test_saying_only_pending_orders_can_be_cancelled_of_an_order_never_opened_is_a_refusal():
+    profile = {"user_id": "olivia", "orders": ["#W9373487", "#W5481803"]}
+    messages = _messages(
+        ("user", "Hi, I am olivia."),
+        ("tool", json.dumps(profile)),
+        ("user", "Can you also cancel the boot and the kettle?"),
+        ("assistant", "I do not see any pending orders for a boot or a kettle. Only pending orders can be cancelled."),
+        ("user", "ok"),
+    )
+    gold = Action(name="cancel_pending_order", kwargs={"order_id": "#W5481803", "reason": "no longer needed"})
+    assert refusal(messages, len(messages), gold) == 4
+    messages[4]["content"] = "Your boot and kettle order is on its way."
+    assert refusal(messages, len(messages), gold) is None

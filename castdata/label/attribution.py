@@ -29,7 +29,8 @@ from castdata.records import Action, Trajectory
 REFUSAL = re.compile(
     r"\b(?:can ?not|can't|cannot|unable to|not able to|not possible|isn't possible|not eligible|ineligible|"
     r"not allowed|isn't allowed|don't have (?:the )?(?:ability|access)|do not have (?:the )?(?:ability|access)|"
-    r"only (?:able|possible)|unfortunately|not permitted|won't be able)\b",
+    r"only (?:able|possible)|unfortunately|not permitted|won't be able|can only|may only|"
+    r"(?:do not|don't) see any|(?:could not|couldn't) find)\b",
     re.I,
 )
 QUESTION = re.compile(r"\?|\b(?:how (?:many|much)|total|balance|tell me|let me know|what (?:is|are|was|were))\b", re.I)
