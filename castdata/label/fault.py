@@ -10,6 +10,10 @@ solution are used for the verdict only, never in a rationale):
   instruction's choice was never given;
 - `fault.user_chose_target`: the only wrong values of the write are the records it acts on (an order, a
   reservation), and the user named each first, unprompted or from a choice the agent offered with the gold record;
+- `fault.gold_payment_unspecified`: the only wrong value of the write is a payment method the agent named in the
+  message the user said yes to, and the hidden instruction says nothing of paying;
+- `fault.user_withheld_id`: a needed change never made, where the user said it has no user id though its
+  instruction gives one, and never gave it (the policy requires it before any change);
 - `fault.user_asked`: the write is an act the gold solution never makes, the user asked for it, and the hidden
   instruction never speaks of such an act;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): the
@@ -57,6 +61,12 @@ _PAYMENT_WORDS = {
 def _database_text(domain: Domain) -> str:
     tables = domain.base.tables
     return "\n".join(json.dumps(plain(table.load(key))) for table in tables.values() for key in table.blobs)
+
+
+@functools.cache
+def _user_ids(domain: Domain) -> frozenset[str]:
+    users = domain.base.tables.get("users")
+    return frozenset(users.blobs) if users is not None else frozenset()
 
 
 def gold_unreachable(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> bool:
@@ -155,6 +165,45 @@ def _forbidden(trajectory: Trajectory, domain: Domain, step: int, action: Action
     return cancellation(domain, db, str(action.kwargs.get("reservation_id", "")), said) == "forbidden"
 
 
+def _payment_unspecified(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:
+    """Whether the only wrong value of a write is a payment method the agent named in the message the user said yes
+    to, where the hidden instruction says nothing of paying: no user could have asked for the gold's method."""
+    if expected is None or expected.name != action.name:
+        return False
+    differing = [key for key in action.kwargs if expected.kwargs.get(key) != action.kwargs[key]]
+    if not differing or any(key not in _PAYMENT_KEYS for key in differing):
+        return False
+    instruction = trajectory.privileged.instruction.lower()
+    if re.search(r"\bpa(?:y|id)\w*|\bcard\b|\bcertificate|\brefund", instruction):
+        return False
+    proposal = proposal_of(trajectory.messages, step)
+    if proposal is None:
+        return False
+    said = trajectory.messages[proposal]["content"]
+    chosen = [text for key in differing for text in string_values(action.kwargs[key])]
+    return all(
+        mentions(said, text)
+        or describes(said, descriptions(trajectory.messages, step, text))
+        or any(word in said.lower() for word in _PAYMENT_WORDS.get(_payment_kind(text) or "", ()))
+        for text in chosen
+    )
+
+
+_NO_USER_ID = re.compile(
+    r"\b(?:don'?t|do not|can'?t|cannot) (?:have|remember|recall|find|know)\b[^.?!]{0,20}?\buser ?id\b", re.I
+)
+
+
+def _user_withheld_id(trajectory: Trajectory, domain: Domain) -> bool:
+    """Whether the user said it has no user id though its instruction gives one, and never gave it: the agent could
+    not authenticate it, as the policy requires before any change."""
+    instruction = trajectory.privileged.instruction
+    ids = set(re.findall(r"\b[a-z]+_[a-z]+_\d+\b", instruction)) & set(_user_ids(domain))
+    user = [(m.get("content") or "").replace("\u2019", "'") for m in trajectory.messages if m["role"] == "user"]
+    given = [value for value in ids if value in instruction and not any(value in text for text in user)]
+    return bool(given) and any(_NO_USER_ID.search(text) for text in user)
+
+
 def _user_asked(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:
     if expected is not None and expected.name == action.name:
         return False
@@ -214,6 +263,12 @@ def episode_fault(trajectory: Trajectory, domain: Domain, critical: list[Finding
         return "fault.gold_unreachable"
     if gold_against_policy(trajectory, domain, critical):
         return "fault.gold_against_policy"
+    if (
+        critical
+        and all(f.signal == "replay.gold_write_missing" for f in critical)
+        and _user_withheld_id(trajectory, domain)
+    ):
+        return "fault.user_withheld_id"
     if not critical or any(f.signal not in ("replay.write_off_gold", "replay.write_missed_gold") for f in critical):
         return None
     choices = [_user_choice(trajectory, domain, finding) for finding in critical]
@@ -228,6 +283,8 @@ def _user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> st
     action = Action(name=call[0]["function"]["name"], kwargs=call[0]["function"]["arguments"])
     if _user_chose_payment(trajectory, finding.step, action, finding.expected):
         return "fault.user_chose_payment"
+    if _payment_unspecified(trajectory, finding.step, action, finding.expected):
+        return "fault.gold_payment_unspecified"
     if _user_chose_target(trajectory, domain, finding.step, action, finding.expected):
         return "fault.user_chose_target"
     if _user_asked(trajectory, finding.step, action, finding.expected):
