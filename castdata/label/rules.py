@@ -103,16 +103,18 @@ def _targets(action: Action) -> list[str]:
 
 def covered(action: Action, request: str, first: Action) -> bool:
     """Whether a confirmation request listed a write made after `first` on the same yes: it speaks of the write's
-    act, names its record, and, where `first` changed that record too, a detail `first` did not have (a second
-    identical write is never covered)."""
+    act and names its record, or acts on the record `first` changed and the request names its act in words
+    `first`'s act does not have ("bags" besides a cabin change); otherwise a write on that record needs a detail
+    `first` did not have (a second identical write is never covered)."""
     if not any(word in request.lower() for word in topic_words(action.name)):
         return False
     values = [v.lstrip("#") for v in re.findall(r'"([^"]{3,})"', json.dumps(action.kwargs))]
     targets = _targets(action)
-    if targets and not all(target in request for target in targets):
-        return False
-    if targets and targets != _targets(first):
-        return True
+    if targets != _targets(first):
+        return all(target in request for target in targets)
+    own = set(topic_words(action.name)) - set(topic_words(first.name))
+    if action.name != first.name and any(word in request.lower() for word in own):
+        return True  # another act the request listed in its own words, on the record the first write changed
     before = {v.lstrip("#") for v in re.findall(r'"([^"]{3,})"', json.dumps(first.kwargs))}
     return any(value in request for value in values if value not in targets and value not in before)
 
