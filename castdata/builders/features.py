@@ -73,7 +73,14 @@ CONFIGS: dict[str, Features] = {
                 "user_gold_actions": List(ACTION),
             },
             "injected_mistakes": List(
-                {"kind": STRING, "step": INT, "outcome_breaking": BOOL, "detail": STRING, "intercepted": BOOL}
+                {
+                    "kind": STRING,
+                    "step": INT,
+                    "outcome_breaking": BOOL,
+                    "detail": STRING,
+                    "intercepted": BOOL,
+                    "revision": STRING,
+                }
             ),
             "interceptions": List(
                 {
@@ -83,6 +90,15 @@ CONFIGS: dict[str, Features] = {
                     "verdict": STRING,
                     "critique": STRING,
                     "revised": Json(),
+                }
+            ),
+            "critic_calls": List(
+                {
+                    "step": INT,
+                    "attempt": INT,
+                    "verdict": STRING,
+                    "critique": STRING,
+                    "usage": {"prompt_tokens": INT, "completion_tokens": INT, "latency_s": FLOAT, "cost_usd": FLOAT},
                 }
             ),
             "imported": Json(),  # where an imported episode came from, and whether it reproduces (null if collected)
