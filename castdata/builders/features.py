@@ -33,7 +33,10 @@ ACTION = {"name": STRING, "kwargs": Json()}
 
 EPISODE = {"run": STRING, "trajectory_id": STRING, "task": STRING, "domain": STRING, "agent_model": STRING}
 """Columns every row carries: the run directory's name, the episode id, the task key
-(`domain.benchmark_split.task_id`, the unit of the train/validation/test split), the domain and the agent model."""
+(`domain.benchmark_split.task_id`, the unit of the train/validation/test split), the domain and the agent model.
+The policy and critic configs also carry `source`: `hindsight` (the labels), `critic` (a guarding critic's
+interception, confirmed by hindsight) or `critic_error` (hindsight disagrees with the critic)."""
+SOURCES = ("hindsight", "critic", "critic_error")
 
 CONFIGS: dict[str, Features] = {
     "trajectories": Features(
@@ -147,6 +150,7 @@ CONFIGS: dict[str, Features] = {
             "verdict": STRING,
             "severity": STRING,
             "categories": List(STRING),
+            "source": STRING,
         }
     ),
     "policy_sft": Features(
@@ -157,6 +161,7 @@ CONFIGS: dict[str, Features] = {
             **EPISODE,
             "kind": STRING,
             "step": INT,
+            "source": STRING,
         }
     ),
     "policy_dpo": Features(
@@ -169,6 +174,7 @@ CONFIGS: dict[str, Features] = {
             **EPISODE,
             "step": INT,
             "categories": List(STRING),
+            "source": STRING,
         }
     ),
     "critic_prm": Features(
@@ -178,6 +184,7 @@ CONFIGS: dict[str, Features] = {
             "labels": List(BOOL),
             **EPISODE,
             "steps": List(INT),
+            "source": STRING,
         }
     ),
 }

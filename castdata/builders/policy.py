@@ -6,7 +6,8 @@ before the error followed by that corrected action. With `critique_reasoning` th
 reasoning derived from the critique as `reasoning_content` (what was required, the policy clauses and the
 evidence it rests on, and the mistake to avoid), and the row asks the template for thinking.
 policy_dpo rows pair the same prefix (`prompt`) with the corrected action (`chosen`, no reasoning) and the
-action the agent emitted (`rejected`).
+action the agent emitted (`rejected`). These rows are `source: hindsight`; a guarded run adds `revision` rows and
+pairs from its critic (`castdata.builders.revisions`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def sft_rows(episode: Episode, critique_aware: bool) -> Iterator[dict[str, Any]]
             **episode.identity,
             "kind": "success",
             "step": None,
+            "source": "hindsight",
         }
     for label in corrections(episode):
         reasoning = critique_reasoning(label) if critique_aware else None
@@ -68,6 +70,7 @@ def sft_rows(episode: Episode, critique_aware: bool) -> Iterator[dict[str, Any]]
             **episode.identity,
             "kind": "correction",
             "step": label.step,
+            "source": "hindsight",
         }
 
 
@@ -84,4 +87,5 @@ def dpo_rows(episode: Episode) -> Iterator[dict[str, Any]]:
             **episode.identity,
             "step": label.step,
             "categories": label.categories,
+            "source": "hindsight",
         }
