@@ -121,7 +121,7 @@ class InjectedMistake(BaseModel):
 
 
 class Interception(BaseModel):
-    """A proposed agent action a critic judged invalid before it executed (`castdata eval` with a critic).
+    """A proposed agent action a critic judged invalid before it executed (a config with a `critic:`).
 
     The transcript (`messages`) keeps only what was executed; rejected proposals and the critic's feedback
     live here. `revised` is the agent's next proposal, or None when `max_revisions` was reached and

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import runpy
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -232,3 +233,13 @@ def test_a_round_with_a_tiny_trained_critic_executes_nothing_its_unusable_critiq
     manifest = build_dataset([tmp_path / "guarded"], tmp_path / "dataset")
     assert manifest["stats"]["critic"] is None  # no usable judgement to compare with hindsight
     assert every_row(tmp_path / "dataset", "policy_sft")
+
+
+def test_the_shipped_loop_config_runs_as_a_pipeline(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "castdata.cli", "run", str(LOOP), "--out", str(tmp_path / "run"), "--limit", "8"]
+    shown = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    records = read_trajectories(tmp_path / "run")
+    assert len(records) == 8 and all(r.critic_calls for r in records)
+    manifest = json.loads((tmp_path / "run" / "dataset" / "castdata.json").read_text())
+    assert manifest["stats"]["critic"]["judged"] > 0
