@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import runpy
 import subprocess
 import sys
@@ -17,10 +18,10 @@ from openai_server import ChatServer
 
 from castdata.builders.dataset import build_dataset
 from castdata.builders.features import SOURCES
+from castdata.builders.source import read_interception_labels
 from castdata.config import CollectConfig, PipelineConfig, load_config
 from castdata.errors import InputError
 from castdata.hub.local import local_split
-from castdata.label.interceptions import read_interception_labels
 from castdata.label.run import LABELS, label_run
 from castdata.report import summarize
 from castdata.rollout.collect import collect
@@ -86,7 +87,7 @@ def test_revision_rows_and_critic_pairs_are_confirmed_by_hindsight(loop) -> None
     run, dataset, _ = loop
     by_key = {}
     for domain in COLLECTION["domains"]:
-        for tid, records in read_interception_labels(run / LABELS, domain, "test").items():
+        for tid, records in read_interception_labels(run, domain, "test").items():
             by_key.update({(tid, r.step, r.attempt): r for r in records})
     intercepted = {(r.id, i.step, i.attempt): i for r in read_trajectories(run) for i in r.interceptions}
     confirmed = [key for key, record in by_key.items() if record.confirmed]
@@ -243,3 +244,21 @@ def test_the_shipped_loop_config_runs_as_a_pipeline(tmp_path: Path) -> None:
     assert len(records) == 8 and all(r.critic_calls for r in records)
     manifest = json.loads((tmp_path / "run" / "dataset" / "castdata.json").read_text())
     assert manifest["stats"]["critic"]["judged"] > 0
+
+
+def test_the_guard_keys_are_checked_and_change_the_fingerprint_only_with_a_critic(tmp_path: Path) -> None:
+    from castdata.config import ConfigError
+
+    replay = {"backend": "scripted", "model": "replay-critic"}
+    assert CollectConfig(guard="all", max_revisions=0).fingerprint() == CollectConfig().fingerprint()
+    assert CollectConfig(critic=replay).fingerprint() != CollectConfig().fingerprint()
+    assert CollectConfig(critic=replay).unguarded().fingerprint() == CollectConfig().fingerprint()
+    bad = tmp_path / "bad.yaml"
+    for text, message in [
+        ("agent: {options: {revise: 2}}", "agent.options.revise: must be a probability in [0, 1] (got 2)"),
+        ("critic: {backend: scripted, model: replay-critic}\nexecutor: ray", "runs on the local executor"),
+        ("guard: every", "guard: Input should be 'writes' or 'all'"),
+    ]:
+        bad.write_text(text)
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load_config(bad, PipelineConfig)

@@ -44,34 +44,36 @@ def _clean_success(episode: Episode) -> bool:
     )
 
 
+def sft_row(
+    episode: Episode,
+    messages: list[dict[str, Any]],
+    kind: str,
+    step: int | None,
+    thinking: bool,
+    source: str = "hindsight",
+) -> dict[str, Any]:
+    """One policy SFT row: `messages` with the episode's tools; `thinking` asks the template for reasoning."""
+    return {
+        "messages": messages,
+        "tools": episode.trajectory.tools,
+        "chat_template_kwargs": {"enable_thinking": thinking},
+        **episode.identity,
+        "kind": kind,
+        "step": step,
+        "source": source,
+    }
+
+
 def sft_rows(episode: Episode, critique_aware: bool) -> Iterator[dict[str, Any]]:
     """The policy SFT rows of one episode."""
     trajectory = episode.trajectory
     if _clean_success(episode):
         last = max(i for i, message in enumerate(trajectory.messages) if message["role"] == "assistant")
-        yield {
-            "messages": trajectory.messages[: last + 1],
-            "tools": trajectory.tools,
-            "chat_template_kwargs": {"enable_thinking": False},
-            **episode.identity,
-            "kind": "success",
-            "step": None,
-            "source": "hindsight",
-        }
+        yield sft_row(episode, trajectory.messages[: last + 1], "success", None, thinking=False)
     for label in corrections(episode):
         reasoning = critique_reasoning(label) if critique_aware else None
-        yield {
-            "messages": [
-                *trajectory.messages[: label.step],
-                action_message(label.expected_action, label.step, reasoning),
-            ],
-            "tools": trajectory.tools,
-            "chat_template_kwargs": {"enable_thinking": critique_aware},
-            **episode.identity,
-            "kind": "correction",
-            "step": label.step,
-            "source": "hindsight",
-        }
+        messages = [*trajectory.messages[: label.step], action_message(label.expected_action, label.step, reasoning)]
+        yield sft_row(episode, messages, "correction", label.step, thinking=critique_aware)
 
 
 def dpo_rows(episode: Episode) -> Iterator[dict[str, Any]]:

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from castdata.builders import critic
-from castdata.builders.policy import critique_reasoning
+from castdata.builders.policy import critique_reasoning, sft_row
 from castdata.builders.render import describe
 from castdata.builders.source import Episode
 from castdata.critic.model import parse_critique
@@ -84,15 +84,8 @@ def revision_sft_rows(episode: Episode) -> Iterator[dict[str, Any]]:
     trajectory = episode.trajectory
     for record in confirmed(episode):
         revised = {**_message(revision_of(episode, record)), "reasoning_content": reasoning(episode, record)}
-        yield {
-            "messages": [*trajectory.messages[: record.step], revised],
-            "tools": trajectory.tools,
-            "chat_template_kwargs": {"enable_thinking": True},
-            **episode.identity,
-            "kind": "revision",
-            "step": record.step,
-            "source": "critic",
-        }
+        messages = [*trajectory.messages[: record.step], revised]
+        yield sft_row(episode, messages, "revision", record.step, thinking=True, source="critic")
 
 
 def revision_dpo_rows(episode: Episode) -> Iterator[dict[str, Any]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from castdata.builders.splits import task_key
 from castdata.errors import InputError
-from castdata.label.interceptions import InterceptionLabel, read_interception_labels
+from castdata.label.interceptions import InterceptionLabel, interception_file
 from castdata.label.policy import Clause
 from castdata.label.run import CLAUSES_FILE, LABELS, STATS_FILE, label_file
 from castdata.label.schema import Label
@@ -97,6 +97,17 @@ def _labels_by_episode(path: Path) -> dict[str, dict[int, tuple[int, str]]]:
     return found
 
 
+def read_interception_labels(run_dir: Path, domain: str, split: str) -> dict[str, list[InterceptionLabel]]:
+    """The hindsight verdicts on the interceptions of one domain/split, by trajectory id (none without a critic)."""
+    path = interception_file(run_dir / LABELS, domain, split)
+    found: dict[str, list[InterceptionLabel]] = {}
+    if path.is_file():
+        for number, line in _lines(path):
+            record = _parse(InterceptionLabel, path, number, line)
+            found.setdefault(record.trajectory_id, []).append(record)
+    return found
+
+
 def iter_episodes(run_dir: Path) -> Iterator[Episode]:
     """Every episode of a run (its latest record, read as `castdata.rollout.store` reads it) with its labels and
     the verdicts on its interceptions."""
@@ -106,7 +117,7 @@ def iter_episodes(run_dir: Path) -> Iterator[Episode]:
             where = (trajectory.domain, trajectory.split)
             label_path = label_file(run_dir, *where)
             labels = _labels_by_episode(label_path)
-            intercepted = read_interception_labels(run_dir / LABELS, *where)
+            intercepted = read_interception_labels(run_dir, *where)
         raw = labels.get(trajectory.id)
         parsed = None if raw is None else {step: _parse(Label, label_path, *raw[step]) for step in sorted(raw)}
         yield Episode(run_dir.name, trajectory, parsed, intercepted.get(trajectory.id, []))

@@ -24,7 +24,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from castdata.envs import Domain, load_domain
-from castdata.errors import InputError
 from castdata.label.hindsight import SKIPPED_TERMINATIONS, judge
 from castdata.label.policy import clause_table
 from castdata.label.rationale import programmatic_labels
@@ -79,15 +78,12 @@ class InterceptionLabel(BaseModel):
 
 def proposal_reply(proposed: dict[str, Any]) -> Reply:
     """A recorded proposal (an assistant message, raw arguments kept when malformed) as the reply that made it."""
-    calls = [
-        ToolCall(
-            id=call.get("id") or f"call_{i}",
-            name=call["function"]["name"],
-            arguments=call["function"]["arguments"] if isinstance(call["function"]["arguments"], dict) else None,
-            raw_arguments=json.dumps(args) if isinstance(args := call["function"]["arguments"], dict) else str(args),
-        )
-        for i, call in enumerate(proposed.get("tool_calls") or [])
-    ]
+    calls = []
+    for index, call in enumerate(proposed.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        parsed = arguments if isinstance(arguments, dict) else None
+        raw = json.dumps(arguments) if parsed is not None else str(arguments)
+        calls.append(ToolCall(call.get("id") or f"call_{index}", call["function"]["name"], parsed, raw))
     return Reply(content=proposed.get("content"), tool_calls=calls)
 
 
@@ -250,18 +246,3 @@ def label_interceptions(trajectories: list[Trajectory], labels_dir: Path) -> dic
         "rejected_by_verifier": sum(1 for r in every if any(r.rejected.values())),
         "counterfactual_episodes": labeler.episodes,
     }
-
-
-def read_interception_labels(labels_dir: Path, domain: str, split: str) -> dict[str, list[InterceptionLabel]]:
-    """The interception labels of one domain/split by trajectory id (none when the run has none)."""
-    path = interception_file(labels_dir, domain, split)
-    found: dict[str, list[InterceptionLabel]] = {}
-    if not path.is_file():
-        return found
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        try:
-            record = InterceptionLabel.model_validate_json(line)
-        except ValueError as err:
-            raise InputError(f"{path}:{number}: not an interception label: {str(err).splitlines()[0]}") from None
-        found.setdefault(record.trajectory_id, []).append(record)
-    return found
