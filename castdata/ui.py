@@ -39,7 +39,7 @@ def print_report(summary: dict) -> None:
         shown = ", ".join(f"{k}={v}" for k, v in group["terminations"].items())
         reasons.add_row(group["domain"], group["split"], group["agent"], shown)
     console.print(reasons)
-    usage = Table(title="token usage and cost (agent, user and guarding critic; the critic's part on its own)")
+    usage = Table(title="token usage and cost (agent, user and critic models)")
     columns = ("domain", "split", "agent", "prompt tokens", "completion tokens", "cost (USD)", "critic calls")
     for column in (*columns, "critic tokens", "critic cost (USD)"):
         usage.add_column(column, justify="right" if column not in ("domain", "split", "agent") else "left")
