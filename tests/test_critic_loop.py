@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from build_helpers import ROOT
 from openai_server import ChatServer
+from test_critic_model import confirmed_writes_only
 
 from castdata.builders.dataset import build_dataset
 from castdata.builders.features import SOURCES
@@ -174,6 +175,33 @@ def test_a_critic_that_rejects_valid_actions_trains_no_policy_and_gives_critic_e
     errors = [r for r in every_row(tmp_path / "dataset", "critic_sft") if r["source"] == "critic_error"]
     assert errors and all(r["verdict"] == "valid" for r in errors)
     assert manifest["stats"]["critic"]["precision"] == 0.0 and manifest["stats"]["critic"]["false_alarms"] > 0
+
+
+@pytest.mark.parametrize(
+    ("assessment", "grounded"),
+    [("These are not the details the user confirmed.", True), ("Order #W9999999 is the one the user meant.", False)],
+)
+def test_a_revision_reasons_with_the_critics_own_critique_only_when_it_is_grounded(
+    assessment: str, grounded: bool, tmp_path: Path
+) -> None:
+    def critic_model(body: dict[str, Any]) -> dict[str, Any]:
+        answer = json.loads(confirmed_writes_only(body)["content"])
+        answer["rationale"]["assessment"] = assessment  # an identifier the agent never saw is not grounded
+        return {"content": json.dumps(answer)}
+
+    with ChatServer(critic_model) as server:
+        critic = {"backend": "openai", "model": "critic", "base_url": server.base_url, "max_retries": 0}
+        agent = {"options": {"mistakes": {"wrong_argument": 0.5}}}
+        config = CollectConfig(domains=["retail"], split="test", tasks="0-9", trials=2, agent=agent, critic=critic)
+        collect(config, tmp_path / "run", show_progress=False)
+    label_run(tmp_path / "run")
+    build_dataset([tmp_path / "run"], tmp_path / "dataset")
+    rows = [r for r in every_row(tmp_path / "dataset", "policy_sft") if r["kind"] == "revision"]
+    assert rows
+    for row in rows:
+        reasoning = row["messages"][-1]["reasoning_content"]
+        assert (f"A mistake to avoid here: {assessment}" in reasoning) == grounded
+        assert "#W9999999" not in reasoning
 
 
 def run_script(script: str, args: list[str], monkeypatch: pytest.MonkeyPatch) -> Any:
