@@ -1,6 +1,8 @@
 """Pipeline configuration (`castdata collect|run CONFIG.yaml`), validated with one-line errors.
 
 The collection keys sit at the top level; `label`, `build` and `publish` are sections for the later stages.
+`critic:` (a model spec), `guard:` and `max_revisions:` guard the agent's actions with a critic
+(`castdata.critic.guard`), in `collect`, `run` and `eval` alike.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -23,6 +25,8 @@ from castdata.scale.options import ExecutorOptions
 
 if TYPE_CHECKING:
     from castdata.models.base import Backend
+
+GUARD_KEYS = ("critic", "guard", "max_revisions")
 
 
 class CollectConfig(BaseModel):
@@ -42,6 +46,9 @@ class CollectConfig(BaseModel):
     seed: int = 0
     out: str = "runs/demo"
     executor: ExecutorOptions = Field(default_factory=ExecutorOptions)
+    critic: ModelSpec | None = None  # a critic guarding the agent's actions (none: unguarded)
+    guard: Literal["writes", "all"] = "writes"  # which proposals it judges: every write, or every action
+    max_revisions: int = Field(default=2, ge=0)  # revisions an agent gets before its last proposal executes
 
     @field_validator("tasks")
     @classmethod
@@ -60,6 +67,8 @@ class CollectConfig(BaseModel):
 
         check_options(self.agent, "agent")
         check_options(self.user, "user")
+        if self.critic is not None and self.executor.ray is not None:
+            raise ValueError("a critic-guarded collection runs on the local executor; remove `executor.ray`")
         return self
 
     @property
@@ -93,18 +102,30 @@ class CollectConfig(BaseModel):
         return ids
 
     def open_agent(self) -> Backend:
-        """The agent backend the episodes run (`castdata eval` wraps it in a critic guard)."""
+        """The agent backend the episodes run, guarded by the critic when there is one."""
         from castdata.models import open_backend
 
-        return open_backend(self.agent, "agent")
+        agent = open_backend(self.agent, "agent")
+        if self.critic is None:
+            return agent
+        from castdata.critic import open_critic
+        from castdata.critic.guard import Guard, GuardedBackend
+
+        return GuardedBackend(agent, Guard(open_critic(self.critic, "critic"), self.guard, self.max_revisions))
+
+    def unguarded(self) -> CollectConfig:
+        """The same collection without the critic."""
+        return CollectConfig(**self.model_dump(include=set(CollectConfig.model_fields) - {"critic"}))
 
     def endpoints(self) -> dict[str, ModelSpec | None]:
         """The model specs whose endpoints a run needs, by their place in the config (for the endpoint probe)."""
-        return {"agent": self.agent, "user": self.user}
+        return {"agent": self.agent, "user": self.user, "critic": self.critic}
 
     def fingerprint(self) -> str:
-        """A hash of everything that determines the episodes (not `out`, `concurrency` or `executor`)."""
-        relevant = self.model_dump(mode="json", exclude={"out", "concurrency", "executor"})
+        """A hash of everything that determines the episodes (not `out`, `concurrency` or `executor`; without a
+        critic, not the guard's keys, so an unguarded run keeps the fingerprint it had before they existed)."""
+        unused = set(GUARD_KEYS) if self.critic is None else set()
+        relevant = self.model_dump(mode="json", exclude={"out", "concurrency", "executor", *unused})
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -16,6 +16,7 @@ from castdata.config import CollectConfig, PipelineConfig, load_config, read_tex
 from castdata.errors import ConfigError
 
 EVAL_KEYS = frozenset({"critic", "guard", "max_revisions"})
+PIPELINE_KEYS = frozenset({"label", "build", "publish"})  # a guarded pipeline config is no eval config
 
 
 def validate_config(path: Path, overrides: Iterable[str] = (), *, probe: bool = False) -> str:
@@ -26,7 +27,8 @@ def validate_config(path: Path, overrides: Iterable[str] = (), *, probe: bool = 
     from castdata.pipeline import check_later_stages
     from castdata.rollout.collect import plan_episodes
 
-    is_eval = bool(EVAL_KEYS & _top_keys(Path(path)))
+    keys = _top_keys(Path(path))
+    is_eval = bool(EVAL_KEYS & keys) and not (PIPELINE_KEYS & keys)
     if is_eval:
         from castdata.critic.eval_policy import EvalConfig
 

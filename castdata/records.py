@@ -117,10 +117,11 @@ class InjectedMistake(BaseModel):
     outcome_breaking: bool  # whether executing it breaks the outcome (checked by a privileged replay)
     detail: str = ""
     intercepted: bool = False  # a critic judged it invalid and the agent revised it: it never executed
+    revision: Literal["gold", "repeated", "another"] | None = None  # sent back: how the agent revised it
 
 
 class Interception(BaseModel):
-    """A proposed agent action a critic judged invalid before it executed (`castdata eval` with a critic).
+    """A proposed agent action a critic judged invalid before it executed (a config with a `critic:`).
 
     The transcript (`messages`) keeps only what was executed; rejected proposals and the critic's feedback
     live here. `revised` is the agent's next proposal, or None when `max_revisions` was reached and
@@ -133,6 +134,19 @@ class Interception(BaseModel):
     verdict: str
     critique: str
     revised: dict[str, Any] | None
+
+
+class CriticCall(BaseModel):
+    """One judgement of a guarding critic (`critic:` in a collect or eval config): what it said and what it cost.
+
+    `verdict` is None when the critic's answer was unusable (the proposal then executes as the agent made it).
+    """
+
+    step: int  # the message index the judged proposal would take in `messages`
+    attempt: int  # as in `Interception`
+    verdict: Literal["valid", "invalid"] | None
+    critique: str  # the critic's answer (for an unusable one, its raw text)
+    usage: Usage | None = None
 
 
 class Mismatch(BaseModel):
@@ -187,6 +201,7 @@ class Trajectory(BaseModel):
     privileged: Privileged
     injected_mistakes: list[InjectedMistake] = Field(default_factory=list)
     interceptions: list[Interception] = Field(default_factory=list)
+    critic_calls: list[CriticCall] = Field(default_factory=list)  # every judgement of a guarding critic
     imported: ImportMark | None = None  # set by `castdata import`; None for collected episodes
     user_tool_calls: list[UserToolCall] = Field(default_factory=list)
     started_at: float
@@ -202,8 +217,12 @@ class Trajectory(BaseModel):
         return (self.domain, self.split, self.task_id, self.trial)
 
     def usage_total(self) -> Usage:
-        """Token usage, model latency and cost of the whole episode (agent and user models together)."""
-        return sum((m.usage for m in self.meta if m.usage is not None), Usage())
+        """Token usage, model latency and cost of the whole episode (agent, user and guarding critic together)."""
+        return sum((m.usage for m in self.meta if m.usage is not None), self.critic_usage())
+
+    def critic_usage(self) -> Usage:
+        """Token usage, latency and cost of the guarding critic's calls."""
+        return sum((c.usage for c in self.critic_calls if c.usage is not None), Usage())
 
     @property
     def counts_for_pass_k(self) -> bool:

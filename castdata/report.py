@@ -22,8 +22,9 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 
 def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
     """One row per episode: domain, split, agent, task, trial, success, turns, termination reason, token usage and
-    cost."""
+    cost (a guarding critic's included, and also on its own)."""
     usage = [r.usage_total() for r in records]
+    critic = [r.critic_usage() for r in records]
     return pl.DataFrame(
         {
             "domain": [r.domain for r in records],
@@ -38,6 +39,10 @@ def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
             "prompt_tokens": [u.prompt_tokens for u in usage],
             "completion_tokens": [u.completion_tokens for u in usage],
             "cost_usd": [u.cost_usd for u in usage],
+            "critic_calls": [len(r.critic_calls) for r in records],
+            "critic_prompt_tokens": [u.prompt_tokens for u in critic],
+            "critic_completion_tokens": [u.completion_tokens for u in critic],
+            "critic_cost_usd": [u.cost_usd for u in critic],
         },
         schema={
             "domain": pl.Utf8,
@@ -52,6 +57,10 @@ def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
             "prompt_tokens": pl.Int64,
             "completion_tokens": pl.Int64,
             "cost_usd": pl.Float64,
+            "critic_calls": pl.Int64,
+            "critic_prompt_tokens": pl.Int64,
+            "critic_completion_tokens": pl.Int64,
+            "critic_cost_usd": pl.Float64,
         },
     )
 
@@ -123,10 +132,18 @@ def summarize(run_dir: Path) -> dict:
 
 
 def usage_sums(episodes: pl.DataFrame) -> dict:
-    """Tokens and cost summed over episodes (all of them: infrastructure errors cost too); cost None if unpriced."""
-    priced = episodes["cost_usd"].drop_nulls()
+    """Tokens and cost summed over episodes (all of them: infrastructure errors cost too); cost None if unpriced.
+    `critic`: the guarding critic's calls and their part of the sums."""
     return {
-        "prompt_tokens": int(episodes["prompt_tokens"].sum()),
-        "completion_tokens": int(episodes["completion_tokens"].sum()),
+        **_sums(episodes, ""),
+        "critic": {"calls": int(episodes["critic_calls"].sum()), **_sums(episodes, "critic_")},
+    }
+
+
+def _sums(episodes: pl.DataFrame, prefix: str) -> dict:
+    priced = episodes[f"{prefix}cost_usd"].drop_nulls()
+    return {
+        "prompt_tokens": int(episodes[f"{prefix}prompt_tokens"].sum()),
+        "completion_tokens": int(episodes[f"{prefix}completion_tokens"].sum()),
         "cost_usd": round(float(priced.sum()), 6) if len(priced) else None,
     }

@@ -39,16 +39,31 @@ def print_report(summary: dict) -> None:
         shown = ", ".join(f"{k}={v}" for k, v in group["terminations"].items())
         reasons.add_row(group["domain"], group["split"], group["agent"], shown)
     console.print(reasons)
-    usage = Table(title="token usage and cost (agent and user models)")
-    for column in ("domain", "split", "agent", "prompt tokens", "completion tokens", "cost (USD)"):
+    usage = Table(title="token usage and cost (agent, user and critic models)")
+    columns = ("domain", "split", "agent", "prompt tokens", "completion tokens", "cost (USD)", "critic calls")
+    for column in (*columns, "critic tokens", "critic cost (USD)"):
         usage.add_column(column, justify="right" if column not in ("domain", "split", "agent") else "left")
     for domain, split, agent, sums in [
         *((g["domain"], g["split"], g["agent"], g["usage"]) for g in summary["groups"]),
         ("all", "", "", summary["usage"]),
     ]:
-        cost = "" if sums["cost_usd"] is None else f"{sums['cost_usd']:.4f}"
-        usage.add_row(domain, split, agent, str(sums["prompt_tokens"]), str(sums["completion_tokens"]), cost)
+        critic = sums["critic"]
+        usage.add_row(
+            domain,
+            split,
+            agent,
+            str(sums["prompt_tokens"]),
+            str(sums["completion_tokens"]),
+            _cost(sums["cost_usd"]),
+            str(critic["calls"]),
+            str(critic["prompt_tokens"] + critic["completion_tokens"]),
+            _cost(critic["cost_usd"]),
+        )
     console.print(usage)
+
+
+def _cost(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"
 
 
 @contextmanager

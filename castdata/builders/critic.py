@@ -2,7 +2,9 @@
 
 One row per labelled action with a `valid` or `invalid` verdict (uncertain labels, labels after the first
 critical error and infrastructure failures are left out). The assistant turn is the critique as a JSON
-object whose last key is `verdict`, so a critic decodes its reasons before its decision.
+object whose last key is `verdict`, so a critic decodes its reasons before its decision. `source` is
+`hindsight`, or `critic_error` for an action a guarding critic accepted and hindsight calls invalid (rows from a
+guarded run's rejected proposals: `castdata.builders.revisions`).
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ def system_prompt(context: str) -> str:
 
 def user_prompt(episode: Episode, step: int) -> str:
     """The visible history before `step` (the agent's system prompt excluded) and the proposed action."""
-    messages = episode.trajectory.messages
-    return (
-        f"Conversation so far:\n{history(messages, 1, step)}\n\n"
-        f"Proposed action [{step}]:\n{describe(emitted(episode.trajectory, step))}"
-    )
+    return proposal_prompt(episode.trajectory.messages, step, emitted(episode.trajectory, step))
+
+
+def proposal_prompt(messages: list[dict[str, Any]], step: int, proposed: dict[str, Any]) -> str:
+    """The visible history before `step` and `proposed`, the action the agent proposes there."""
+    return f"Conversation so far:\n{history(messages, 1, step)}\n\nProposed action [{step}]:\n{describe(proposed)}"
 
 
 def critique(label: Label) -> str:
@@ -57,22 +60,38 @@ def critique(label: Label) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def accepted(episode: Episode) -> set[int]:
+    """The steps whose executed action a guarding critic judged valid (its last judgement there)."""
+    last: dict[int, str | None] = {}
+    for call in episode.trajectory.critic_calls:
+        last[call.step] = call.verdict
+    return {step for step, verdict in last.items() if verdict == "valid"}
+
+
+def row(episode: Episode, system: str, prompt: str, label: Label, source: str) -> dict[str, Any]:
+    """One critic SFT row: `prompt` (the user turn) answered with the critique of `label`."""
+    messages = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": prompt},
+        {"role": "assistant", "content": critique(label)},
+    ]
+    return {
+        "messages": messages,
+        "chat_template_kwargs": CHAT_TEMPLATE_KWARGS,
+        **episode.identity,
+        "step": label.step,
+        "verdict": label.verdict,
+        "severity": label.severity,
+        "categories": label.categories,
+        "source": source,
+    }
+
+
 def critic_rows(episode: Episode, system: str) -> Iterator[dict[str, Any]]:
     """The critic SFT rows of one episode; `system` is its domain's critic system prompt."""
+    missed = accepted(episode)
     for label in episode.training_labels():
         if label.verdict == "uncertain":
             continue
-        messages = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": user_prompt(episode, label.step)},
-            {"role": "assistant", "content": critique(label)},
-        ]
-        yield {
-            "messages": messages,
-            "chat_template_kwargs": CHAT_TEMPLATE_KWARGS,
-            **episode.identity,
-            "step": label.step,
-            "verdict": label.verdict,
-            "severity": label.severity,
-            "categories": label.categories,
-        }
+        source = "critic_error" if label.step in missed and label.verdict == "invalid" else "hindsight"
+        yield row(episode, system, user_prompt(episode, label.step), label, source)

@@ -7,14 +7,16 @@ built beside `out` and swapped in at the end, so a failed build leaves the previ
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import shutil
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from castdata import __version__
-from castdata.builders import critic, plots, stats
+from castdata.builders import critic, plots, revisions, stats
 from castdata.builders.balance import balance_shards
 from castdata.builders.card import CARD, render_card
 from castdata.builders.features import CONFIGS
@@ -69,9 +71,13 @@ def _rows(episode: Episode, contexts: _Contexts, options: BuildOptions) -> dict[
     rows: dict[str, Iterable[dict]] = {"trajectories": [trajectory_row(episode)], "labels": label_rows(episode)}
     if episode.trainable:
         system, prm_prompt = contexts.get(episode)
-        rows["critic_sft"] = critic.critic_rows(episode, system)
-        rows["policy_sft"] = sft_rows(episode, options.critique_reasoning)
-        rows["policy_dpo"] = dpo_rows(episode)
+        rows["critic_sft"] = itertools.chain(
+            critic.critic_rows(episode, system), revisions.interception_critic_rows(episode, system)
+        )
+        rows["policy_sft"] = itertools.chain(
+            sft_rows(episode, options.critique_reasoning), revisions.revision_sft_rows(episode)
+        )
+        rows["policy_dpo"] = itertools.chain(dpo_rows(episode), revisions.revision_dpo_rows(episode))
         rows["critic_prm"] = prm_rows(episode, prm_prompt)
     return rows
 
@@ -108,6 +114,7 @@ def build_dataset(
     models: dict[str, dict] = {}
     seen: set[str] = set()  # the same episode in two runs (a copied or re-imported run) is built once
     duplicates = 0
+    judged: Counter[tuple[str, str]] = Counter()  # (critic verdict, hindsight verdict) of a guarding critic
     for run_dir in run_dirs:
         contexts = _Contexts(run_dir)
         for episode in iter_episodes(run_dir):
@@ -122,6 +129,7 @@ def build_dataset(
                     f"{role} {spec.model_dump_json()}",
                     {"role": role, "model": spec.label, "spec": spec.model_dump(mode="json")},
                 )
+            judged.update(revisions.judgements(episode))
             split = split_of(t.domain, t.split, t.task_id, options.validation_fraction)
             for config, rows in _rows(episode, contexts, options).items():
                 for row in rows:
@@ -131,7 +139,12 @@ def build_dataset(
     files = {config: shards for config, writer in writers.items() if (shards := writer.close())}
     if "train" in files.get("critic_sft", {}):
         balance_shards(files["critic_sft"]["train"], options.critic_balance, options.valid_per_invalid)
-    card_stats = {"labels": stats.label_counts(files), "pass_k": stats.pass_k(files)}
+    card_stats = {
+        "labels": stats.label_counts(files),
+        "pass_k": stats.pass_k(files),
+        "sources": stats.source_counts(files),
+        "critic": stats.critic_agreement(judged),
+    }
     plots.plot_pass_k(card_stats["pass_k"], staging / plots.PASS_K_PNG)
     plots.plot_categories(card_stats["labels"]["categories"], staging / plots.CATEGORIES_PNG)
     manifest = _manifest(staging, files, card_stats, options, run_dirs, run_manifests, list(models.values()))

@@ -33,7 +33,10 @@ ACTION = {"name": STRING, "kwargs": Json()}
 
 EPISODE = {"run": STRING, "trajectory_id": STRING, "task": STRING, "domain": STRING, "agent_model": STRING}
 """Columns every row carries: the run directory's name, the episode id, the task key
-(`domain.benchmark_split.task_id`, the unit of the train/validation/test split), the domain and the agent model."""
+(`domain.benchmark_split.task_id`, the unit of the train/validation/test split), the domain and the agent model.
+The policy and critic configs also carry `source`: `hindsight` (the labels), `critic` (a guarding critic's
+interception, confirmed by hindsight) or `critic_error` (hindsight disagrees with the critic)."""
+SOURCES = ("hindsight", "critic", "critic_error")
 
 CONFIGS: dict[str, Features] = {
     "trajectories": Features(
@@ -73,7 +76,14 @@ CONFIGS: dict[str, Features] = {
                 "user_gold_actions": List(ACTION),
             },
             "injected_mistakes": List(
-                {"kind": STRING, "step": INT, "outcome_breaking": BOOL, "detail": STRING, "intercepted": BOOL}
+                {
+                    "kind": STRING,
+                    "step": INT,
+                    "outcome_breaking": BOOL,
+                    "detail": STRING,
+                    "intercepted": BOOL,
+                    "revision": STRING,
+                }
             ),
             "interceptions": List(
                 {
@@ -83,6 +93,15 @@ CONFIGS: dict[str, Features] = {
                     "verdict": STRING,
                     "critique": STRING,
                     "revised": Json(),
+                }
+            ),
+            "critic_calls": List(
+                {
+                    "step": INT,
+                    "attempt": INT,
+                    "verdict": STRING,
+                    "critique": STRING,
+                    "usage": {"prompt_tokens": INT, "completion_tokens": INT, "latency_s": FLOAT, "cost_usd": FLOAT},
                 }
             ),
             "imported": Json(),  # where an imported episode came from, and whether it reproduces (null if collected)
@@ -131,6 +150,7 @@ CONFIGS: dict[str, Features] = {
             "verdict": STRING,
             "severity": STRING,
             "categories": List(STRING),
+            "source": STRING,
         }
     ),
     "policy_sft": Features(
@@ -141,6 +161,7 @@ CONFIGS: dict[str, Features] = {
             **EPISODE,
             "kind": STRING,
             "step": INT,
+            "source": STRING,
         }
     ),
     "policy_dpo": Features(
@@ -153,6 +174,7 @@ CONFIGS: dict[str, Features] = {
             **EPISODE,
             "step": INT,
             "categories": List(STRING),
+            "source": STRING,
         }
     ),
     "critic_prm": Features(
@@ -162,6 +184,7 @@ CONFIGS: dict[str, Features] = {
             "labels": List(BOOL),
             **EPISODE,
             "steps": List(INT),
+            "source": STRING,
         }
     ),
 }

@@ -6,7 +6,8 @@ before the error followed by that corrected action. With `critique_reasoning` th
 reasoning derived from the critique as `reasoning_content` (what was required, the policy clauses and the
 evidence it rests on, and the mistake to avoid), and the row asks the template for thinking.
 policy_dpo rows pair the same prefix (`prompt`) with the corrected action (`chosen`, no reasoning) and the
-action the agent emitted (`rejected`).
+action the agent emitted (`rejected`). These rows are `source: hindsight`; a guarded run adds `revision` rows and
+pairs from its critic (`castdata.builders.revisions`).
 """
 
 from __future__ import annotations
@@ -43,32 +44,36 @@ def _clean_success(episode: Episode) -> bool:
     )
 
 
+def sft_row(
+    episode: Episode,
+    messages: list[dict[str, Any]],
+    kind: str,
+    step: int | None,
+    thinking: bool,
+    source: str = "hindsight",
+) -> dict[str, Any]:
+    """One policy SFT row: `messages` with the episode's tools; `thinking` asks the template for reasoning."""
+    return {
+        "messages": messages,
+        "tools": episode.trajectory.tools,
+        "chat_template_kwargs": {"enable_thinking": thinking},
+        **episode.identity,
+        "kind": kind,
+        "step": step,
+        "source": source,
+    }
+
+
 def sft_rows(episode: Episode, critique_aware: bool) -> Iterator[dict[str, Any]]:
     """The policy SFT rows of one episode."""
     trajectory = episode.trajectory
     if _clean_success(episode):
         last = max(i for i, message in enumerate(trajectory.messages) if message["role"] == "assistant")
-        yield {
-            "messages": trajectory.messages[: last + 1],
-            "tools": trajectory.tools,
-            "chat_template_kwargs": {"enable_thinking": False},
-            **episode.identity,
-            "kind": "success",
-            "step": None,
-        }
+        yield sft_row(episode, trajectory.messages[: last + 1], "success", None, thinking=False)
     for label in corrections(episode):
         reasoning = critique_reasoning(label) if critique_aware else None
-        yield {
-            "messages": [
-                *trajectory.messages[: label.step],
-                action_message(label.expected_action, label.step, reasoning),
-            ],
-            "tools": trajectory.tools,
-            "chat_template_kwargs": {"enable_thinking": critique_aware},
-            **episode.identity,
-            "kind": "correction",
-            "step": label.step,
-        }
+        messages = [*trajectory.messages[: label.step], action_message(label.expected_action, label.step, reasoning)]
+        yield sft_row(episode, messages, "correction", label.step, thinking=critique_aware)
 
 
 def dpo_rows(episode: Episode) -> Iterator[dict[str, Any]]:
@@ -84,4 +89,5 @@ def dpo_rows(episode: Episode) -> Iterator[dict[str, Any]]:
             **episode.identity,
             "step": label.step,
             "categories": label.categories,
+            "source": "hindsight",
         }

@@ -30,4 +30,11 @@ def prm_rows(episode: Episode, prompt: str) -> Iterator[dict[str, Any]]:
         steps.append(label.step)
         previous = label.step
     if steps:
-        yield {"prompt": prompt, "completions": completions, "labels": labels, **episode.identity, "steps": steps}
+        yield {
+            "prompt": prompt,
+            "completions": completions,
+            "labels": labels,
+            **episode.identity,
+            "steps": steps,
+            "source": "hindsight",
+        }

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from castdata.builders.splits import task_key
 from castdata.errors import InputError
+from castdata.label.interceptions import InterceptionLabel, interception_file
 from castdata.label.policy import Clause
 from castdata.label.run import CLAUSES_FILE, LABELS, STATS_FILE, label_file
 from castdata.label.schema import Label
@@ -22,11 +23,13 @@ from castdata.rollout.store import MANIFEST, iter_trajectories
 
 @dataclass
 class Episode:
-    """One episode of one run; `labels` by message index, None when the labeler left the episode out."""
+    """One episode of one run; `labels` by message index, None when the labeler left the episode out;
+    `interceptions`: the hindsight verdicts on a guarded episode's interceptions (`castdata.label.interceptions`)."""
 
     run: str
     trajectory: Trajectory
     labels: dict[int, Label] | None
+    interceptions: list[InterceptionLabel] = field(default_factory=list)
 
     @property
     def identity(self) -> dict[str, str]:
@@ -94,17 +97,30 @@ def _labels_by_episode(path: Path) -> dict[str, dict[int, tuple[int, str]]]:
     return found
 
 
+def read_interception_labels(run_dir: Path, domain: str, split: str) -> dict[str, list[InterceptionLabel]]:
+    """The hindsight verdicts on the interceptions of one domain/split, by trajectory id (none without a critic)."""
+    path = interception_file(run_dir / LABELS, domain, split)
+    found: dict[str, list[InterceptionLabel]] = {}
+    if path.is_file():
+        for number, line in _lines(path):
+            record = _parse(InterceptionLabel, path, number, line)
+            found.setdefault(record.trajectory_id, []).append(record)
+    return found
+
+
 def iter_episodes(run_dir: Path) -> Iterator[Episode]:
-    """Every episode of a run (its latest record, read as `castdata.rollout.store` reads it) with its labels."""
-    where, labels, label_path = None, {}, None
+    """Every episode of a run (its latest record, read as `castdata.rollout.store` reads it) with its labels and
+    the verdicts on its interceptions."""
+    where, labels, label_path, intercepted = None, {}, None, {}
     for trajectory in iter_trajectories(run_dir):
         if (trajectory.domain, trajectory.split) != where:
             where = (trajectory.domain, trajectory.split)
             label_path = label_file(run_dir, *where)
             labels = _labels_by_episode(label_path)
+            intercepted = read_interception_labels(run_dir, *where)
         raw = labels.get(trajectory.id)
         parsed = None if raw is None else {step: _parse(Label, label_path, *raw[step]) for step in sorted(raw)}
-        yield Episode(run_dir.name, trajectory, parsed)
+        yield Episode(run_dir.name, trajectory, parsed, intercepted.get(trajectory.id, []))
 
 
 def read_clauses(run_dir: Path) -> dict[str, list[Clause]]:

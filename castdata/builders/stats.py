@@ -1,7 +1,8 @@
 """The numbers a dataset card reports, computed from the written Parquet files (so they match the data).
 
-Rows per config and split; label verdicts and error categories per split (from `labels`); pass^k of every
-agent model per domain and benchmark split (from `trajectories`, infrastructure failures excluded).
+Rows per config and split; rows per `source` of the policy and critic configs; label verdicts and error categories
+per split (from `labels`); pass^k of every agent model per domain and benchmark split (from `trajectories`,
+infrastructure failures excluded); and a guarding critic's precision and recall against hindsight.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
+from castdata.builders.features import SOURCES
 from castdata.label.schema import CATEGORIES
 from castdata.report import pass_k_table
 
@@ -39,6 +41,36 @@ def row_counts(files: Files) -> dict[str, dict[str, int]]:
             split: sum(pq.ParquetFile(path).metadata.num_rows for path in paths) for split, paths in splits.items()
         }
         for config, splits in files.items()
+    }
+
+
+def source_counts(files: Files) -> dict[str, dict[str, int]]:
+    """Rows per `source` (hindsight, critic, critic_error) of every config that has the column, all splits."""
+    found = {}
+    for config, splits in files.items():
+        paths = [path for split_paths in splits.values() for path in split_paths]
+        if paths and "source" in pq.read_schema(paths[0]).names:
+            counted = Counter(_read(paths, ["source"])["source"])
+            found[config] = {source: counted[source] for source in SOURCES if counted[source]}
+    return found
+
+
+def critic_agreement(judged: Counter[tuple[str, str]]) -> dict | None:
+    """A guarding critic's judgements against hindsight, from (critic verdict, hindsight verdict) counts: `invalid`
+    is the positive class (precision: the rejections hindsight confirms; recall: the invalid actions rejected).
+    None for a run without a critic."""
+    if not judged:
+        return None
+    hits, false_alarms = judged["invalid", "invalid"], judged["invalid", "valid"]
+    missed = judged["valid", "invalid"]
+    return {
+        "judged": sum(judged.values()),
+        "rejected": hits + false_alarms,
+        "confirmed": hits,
+        "false_alarms": false_alarms,
+        "missed": missed,
+        "precision": round(hits / (hits + false_alarms), PASS_K_DIGITS) if hits + false_alarms else None,
+        "recall": round(hits / (hits + missed), PASS_K_DIGITS) if hits + missed else None,
     }
 
 

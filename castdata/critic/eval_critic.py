@@ -32,13 +32,11 @@ from castdata.errors import InputError
 from castdata.hub.local import local_split
 from castdata.label.policy import clause_table
 from castdata.label.schema import Label
-from castdata.label.verify import verify
+from castdata.label.verify import grounding_problems
 from castdata.label.visible import View
 from castdata.models.base import EpisodeContext
 from castdata.records import Trajectory
 from castdata.rollout.store import MANIFEST as RUN_MANIFEST
-
-NOT_GROUNDING = {"verdict_mismatch", "wrong_action"}
 
 
 @dataclass
@@ -110,11 +108,9 @@ def _ratio(part: int, whole: int) -> float | None:
 
 def grounding_rejections(judged: Judged) -> set[str]:
     """The verifier's reasons to reject a structured critique's rationale (codes; empty when grounded)."""
-    reference = judged.label
-    candidate = Label.model_validate({**reference.model_dump(), **judged.critique.structured.model_dump()})
     trajectory = judged.episode.trajectory
-    found = verify(candidate, reference, View(trajectory), clause_table(trajectory.domain))
-    return {r.code for r in found if r.code not in NOT_GROUNDING}
+    structured = judged.critique.structured.model_dump()
+    return grounding_problems(structured, judged.label, View(trajectory), clause_table(trajectory.domain))
 
 
 def _critical(critique: Critique) -> bool:

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from castdata.config import CollectConfig
-from castdata.critic.guard import Scope
-from castdata.models.base import Backend
-from castdata.models.spec import ModelSpec
 from castdata.report import summarize
 from castdata.rollout.collect import collect
 from castdata.rollout.store import read_trajectories, write_json
@@ -25,11 +22,7 @@ REPORT = "eval.json"
 
 
 class EvalConfig(CollectConfig):
-    """What `castdata eval` runs: the collection, and the critic that guards the agent's actions."""
-
-    critic: ModelSpec | None = None
-    guard: Scope = "writes"
-    max_revisions: int = Field(default=2, ge=0)
+    """What `castdata eval` runs: a collect config whose `critic:` (when set) guards the second arm."""
 
     @model_validator(mode="after")
     def _local(self) -> EvalConfig:
@@ -39,21 +32,7 @@ class EvalConfig(CollectConfig):
 
     def plain(self) -> CollectConfig:
         """The same collection without the critic."""
-        return CollectConfig(**self.model_dump(include=set(CollectConfig.model_fields)))
-
-    def open_agent(self) -> Backend:
-        """The agent backend, guarded by the critic."""
-        from castdata.critic import open_critic
-        from castdata.critic.guard import Guard, GuardedBackend
-
-        agent = super().open_agent()
-        if self.critic is None:
-            return agent
-        return GuardedBackend(agent, Guard(open_critic(self.critic, "critic"), self.guard, self.max_revisions))
-
-    def endpoints(self) -> dict[str, ModelSpec | None]:
-        """The agent's and user's endpoints, and the critic's."""
-        return {**super().endpoints(), "critic": self.critic}
+        return self.unguarded()
 
 
 def run_eval(config: EvalConfig, out: Path, *, show_progress: bool = True, limit: int | None = None) -> dict:

@@ -4,7 +4,9 @@
 `invalid` verdict the agent is asked again with the proposal and the critique as feedback
 (`castdata.critic.feedback`), at most `max_revisions` times, after which the last proposal executes as it is.
 Only the accepted reply reaches the episode loop, so the database never sees an intercepted action; each
-interception is recorded in the trajectory (`Trajectory.interceptions`, collected by the episode loop).
+interception is recorded in the trajectory (`Trajectory.interceptions`, collected by the episode loop), and so is
+every judgement with its usage (`Trajectory.critic_calls`). An unusable answer (no verdict) sends nothing back: the
+proposal executes as the agent made it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from castdata.critic.feedback import feedback_messages
 from castdata.models.base import AgentSession, Backend, EpisodeContext, Reply, UserSession
-from castdata.records import Interception, Usage
+from castdata.records import CriticCall, Interception, Usage
 
 if TYPE_CHECKING:
     from castdata.critic.model import CritiqueJSON
@@ -29,6 +31,7 @@ class Critique:
     verdict: Literal["valid", "invalid"] | None
     text: str  # what the agent is told when the action is sent back
     structured: CritiqueJSON | None = None  # the structured critique, for critics that write one
+    usage: Usage | None = None  # what the critic's call cost (None: no model call)
 
 
 class Critic(Protocol):
@@ -76,11 +79,13 @@ def _sum(a: Usage | None, b: Usage | None) -> Usage | None:
 
 
 class GuardedAgent:
-    """An agent session whose proposals pass the guard; `interceptions` and `injected` are read by the episode loop."""
+    """An agent session whose proposals pass the guard; `interceptions`, `critic_calls` and `injected` are read by
+    the episode loop."""
 
     def __init__(self, inner: AgentSession, ctx: EpisodeContext, guard: Guard) -> None:
         self.inner, self.ctx, self.guard = inner, ctx, guard
         self.interceptions: list[Interception] = []
+        self.critic_calls: list[CriticCall] = []
 
     @property
     def injected(self) -> list:
@@ -95,6 +100,15 @@ class GuardedAgent:
         while self.guard.covers(self.ctx, reply):
             proposed = proposal_message(reply)
             critique = await self.guard.critic.judge(self.ctx, messages, proposed)
+            self.critic_calls.append(
+                CriticCall(
+                    step=len(messages),
+                    attempt=attempt,
+                    verdict=critique.verdict,
+                    critique=critique.text,
+                    usage=critique.usage,
+                )
+            )
             if critique.verdict != "invalid":
                 break
             record = Interception(

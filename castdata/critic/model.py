@@ -74,7 +74,9 @@ class ModelCritic:
 
     async def judge(self, ctx: EpisodeContext, messages: list[dict[str, Any]], proposed: dict[str, Any]) -> Critique:
         reply = await self.backend.complete(self.prompt(ctx, messages, proposed), json_schema=self.schema)
-        return parse_critique(reply.content or "")
+        critique = parse_critique(reply.content or "")
+        critique.usage = reply.usage
+        return critique
 
     async def aclose(self) -> None:
         await self.backend.aclose()

@@ -7,7 +7,9 @@ verification and adds Monte-Carlo opinions (`castdata.label.montecarlo`), and wr
 
 - `labels/{domain}.{split}.jsonl`: one `castdata.label/1` record per agent action;
 - `labels/policy_clauses.jsonl`: the clause table of every labeled domain (what `policy_refs` cite);
-- `labels/stats.json`: the statistics (`castdata.label.stats`);
+- `labels/interceptions/{domain}.{split}.jsonl`: in a critic-guarded run, hindsight verdicts on every
+  interception's rejected proposal and revision (`castdata.label.interceptions`);
+- `labels/stats.json`: the statistics (`castdata.label.stats`; `interceptions`: those verdicts counted);
 - `labels/cache/teacher.jsonl`: the teacher's replies, so a rerun makes no requests.
 
 With a teacher or MC, `concurrency` episodes are labelled at once; labels are written in file order.
@@ -28,6 +30,7 @@ from pydantic_core import PydanticCustomError
 from castdata.config import ConfigError, PipelineConfig, load_config, one_line_error
 from castdata.errors import InputError
 from castdata.label.hindsight import EpisodeJudgement, judge
+from castdata.label.interceptions import label_interceptions
 from castdata.label.montecarlo import MCConfig, MonteCarlo
 from castdata.label.policy import clause_table
 from castdata.label.rationale import programmatic_labels
@@ -215,5 +218,7 @@ def label_run(
     )
     os.replace(clauses_tmp, out / CLAUSES_FILE)
     summary = stats.to_dict()
+    guarded = [t for t in iter_trajectories(run_dir) if t.interceptions]
+    summary["interceptions"] = label_interceptions(guarded, out)
     write_json(out / STATS_FILE, summary)
     return summary

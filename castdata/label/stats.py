@@ -299,6 +299,12 @@ def print_stats(stats: dict) -> None:
                 str(counts.get("category_match", 0)),
             )
         console.print(kinds)
+    intercepted = stats.get("interceptions") or {}
+    if intercepted.get("total"):
+        console.print(
+            f"interceptions: {intercepted['total']}, {intercepted['confirmed']} confirmed (proposal invalid, revision "
+            f"valid); proposals {intercepted['proposals']}, revisions {intercepted['revisions']}"
+        )
     if stats["mc"]["labels"]:
         mc = stats["mc"]
         console.print(

@@ -112,3 +112,13 @@ def verify(label: Label, reference: Label, view: View, clauses: ClauseTable) -> 
     if unknown:
         found.append(Rejection("unknown_category", f"categories: {', '.join(unknown)} not in the taxonomy"))
     return found + _evidence(label, view) + _clauses(label, clauses) + _identifiers(label, view)
+
+
+NOT_GROUNDING = frozenset({"verdict_mismatch", "wrong_action"})  # agreement, not grounding
+
+
+def grounding_problems(critique: dict, reference: Label, view: View, clauses: ClauseTable) -> set[str]:
+    """The verifier's reasons to reject a critic's structured critique (its fields, as a dict) of the action
+    `reference` labels, for its evidence, clauses, categories or identifiers (codes; empty when grounded)."""
+    candidate = Label.model_validate({**reference.model_dump(), **critique})
+    return {r.code for r in verify(candidate, reference, view, clauses) if r.code not in NOT_GROUNDING}

@@ -126,6 +126,7 @@ async def run_episode(
     injected = [*getattr(agent_session, "injected", []), *getattr(user_session, "injected", [])]  # user: user_deviation
     injected.sort(key=lambda m: m.step)
     interceptions = getattr(agent_session, "interceptions", [])  # a critic-guarded agent (castdata.critic.guard)
+    critic_calls = getattr(agent_session, "critic_calls", [])
     return Trajectory(
         id=episode_id(domain.name, task.split, task.index, trial),
         domain=domain.name,
@@ -156,6 +157,7 @@ async def run_episode(
         ),
         injected_mistakes=list(injected),
         interceptions=list(interceptions),
+        critic_calls=list(critic_calls),
         user_tool_calls=transcript.user_tool_calls,
         started_at=started,
         ended_at=time.time(),

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def load_split(recipe: Recipe, split: str) -> Dataset:
-    """One split of the recipe's dataset config, filtered to its domains, cut to its limit, with the recipe's
-    `chat_template_kwargs` merged over each row's own."""
+    """One split of the recipe's dataset config, filtered to its domains and sources, cut to its limit, with the
+    recipe's `chat_template_kwargs` merged over each row's own."""
     import datasets
 
     source = recipe.dataset
@@ -34,6 +34,10 @@ def load_split(recipe: Recipe, split: str) -> Dataset:
             ) from None
     if source.domains is not None:
         rows = rows.filter(lambda domain: domain in source.domains, input_columns="domain")
+    if source.sources is not None:
+        if "source" not in rows.column_names:
+            raise ConfigError(f"dataset.sources: the {source.config} config has no `source` column (an older build)")
+        rows = rows.filter(lambda kind: kind in source.sources, input_columns="source")
     if source.limit is not None:
         rows = rows.select(range(min(source.limit, len(rows))))
     if recipe.chat_template_kwargs:

@@ -44,6 +44,7 @@ class DatasetSection(_Section):
     train_split: str = "train"
     eval_split: str | None = "validation"
     domains: list[str] | None = None  # keep only these domains' rows (e.g. train on retail, hold out telehealth)
+    sources: list[Literal["hindsight", "critic", "critic_error"]] | None = None  # keep only rows of these `source`s
     limit: int | None = Field(default=None, ge=1)  # the first N rows of each split (smoke tests)
 
     @model_validator(mode="after")

@@ -22,9 +22,13 @@ def check_options(spec: ModelSpec, role: str | None = None) -> None:
     if spec.backend != "scripted":
         return
     where = f"{role}.options" if role else "options"
+    allowed = ("mistakes", "revise") if role != "user" else ("mistakes",)
     for key in spec.options:
-        if key != "mistakes":
-            raise ConfigError(f"{where}.{key}: unknown option; allowed: mistakes")
+        if key not in allowed:
+            raise ConfigError(f"{where}.{key}: unknown option; allowed: {', '.join(allowed)}")
+    revise = spec.options.get("revise", 1.0)
+    if not isinstance(revise, (int, float)) or isinstance(revise, bool) or not 0.0 <= revise <= 1.0:
+        raise ConfigError(f"{where}.revise: must be a probability in [0, 1] (got {revise!r})")
     kinds = {"agent": MISTAKE_KINDS, "user": USER_MISTAKE_KINDS}.get(role, MISTAKE_KINDS + USER_MISTAKE_KINDS)
     for kind, rate in dict(spec.options.get("mistakes") or {}).items():
         if kind not in kinds:
@@ -39,9 +43,10 @@ class ScriptedBackend:
     def __init__(self, spec: ModelSpec) -> None:
         check_options(spec)
         self.mistakes: dict[str, float] = dict(spec.options.get("mistakes") or {})
+        self.revise = float(spec.options.get("revise", 1.0))
 
     def agent_session(self, ctx: EpisodeContext) -> NoisyOracleAgent:
-        return NoisyOracleAgent(ctx, self.mistakes)
+        return NoisyOracleAgent(ctx, self.mistakes, self.revise)
 
     def user_session(self, ctx: EpisodeContext) -> ScriptedUser:
         return ScriptedUser(ctx, self.mistakes)

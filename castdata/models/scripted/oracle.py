@@ -4,8 +4,10 @@ A SIMULATION, not a model: it reads the task's gold solution (privileged informa
 It acts only on what the user has asked for so far (a move for a goal waits for the user turn that asks for
 it), and with `options.mistakes` (probability per opportunity, per kind) it injects realistic mistakes,
 each recorded in the trajectory's `injected_mistakes` (ground truth for testing the labeler). Same seed,
-same output. When a critic sends a mistaken move back (`castdata.critic.feedback`), it plays the gold way
-instead and marks the mistake `intercepted`; a correct move sent back is proposed again. Resumed from a
+same output. When a critic sends a mistaken move back (`castdata.critic.feedback`), it marks the mistake
+`intercepted` and, with probability `options.revise` (default 1), plays the gold way instead; otherwise it
+repeats the mistake or, for a write, makes another (a wrong argument to the gold write), and records which in
+the mistake's `revision`. A correct move sent back is proposed again. Resumed from a
 recorded conversation (`run_episode(prefix=...)`), it plays the steps of its plan the conversation has not
 made yet. A user's request its instruction does not make (`user_deviation`) is served the careful way.
 """
@@ -70,10 +72,11 @@ def _never(kind: str) -> bool:
 class NoisyOracleAgent:
     """Plays the gold-way plan, injecting mistakes with the configured probabilities."""
 
-    def __init__(self, ctx: EpisodeContext, mistakes: dict[str, float]) -> None:
+    def __init__(self, ctx: EpisodeContext, mistakes: dict[str, float], revise: float = 1.0) -> None:
         self.ctx = ctx
         self.rng = ctx.rng("agent")
         self.mistakes = mistakes
+        self.revise = revise  # the chance that a mistake sent back by a critic is revised the gold way
         self.injected: list[InjectedMistake] = []
         self.requests = goals(ctx.domain, ctx.task)
         self.deviation = deviation(ctx.domain, ctx.task)
@@ -301,15 +304,39 @@ class NoisyOracleAgent:
 
     # -- playing --------------------------------------------------------------------------------
     def _revise(self, step: int) -> None:
-        """A critic sent the last move back: replan it the gold way (its fix), or propose it again when it had none."""
+        """A critic sent the last move back: replan it the gold way (its fix) with probability `revise`, else repeat
+        it or make another mistake (`_another`); a move without a fix is proposed again."""
         if self.last is None:
             return
         self.turn = self.last
         move = self.moves[self.turn]
-        if move.fix:
+        if not move.fix:
+            return
+        revision = "gold"
+        if self.revise < 1.0 and self.rng.random() >= self.revise:
+            other = self._another(move) if self.rng.random() < 0.5 else None
+            revision = "repeated" if other is None else "another"
+            self.moves[self.turn] = other or move
+        else:
             self.moves[self.turn : self.turn + move.covers] = move.fix
-            for mistake in self.injected:
-                mistake.intercepted = mistake.intercepted or mistake.step == step
+        for mistake in self.injected:
+            if mistake.step == step and not mistake.intercepted:
+                mistake.intercepted, mistake.revision = True, revision
+
+    def _another(self, move: Move) -> Move | None:
+        """Another mistake in place of `move`: a wrong argument to the gold write its fix makes (None: no write)."""
+        writes = (m.calls[0] for m in move.fix if m.calls and self.ctx.domain.tool_kind(m.calls[0].name) == "write")
+        write = next(writes, None)
+        if write is None or (move.calls[:1] == (write,) and "wrong_argument" in move.mistakes):
+            return None
+        return Move(
+            calls=(write,),
+            goal=move.goal,
+            mistakes=("wrong_argument",),
+            replaces=write,
+            fix=move.fix,
+            covers=move.covers,
+        )
 
     def _asked(self, messages: list[dict[str, Any]], goal: int) -> bool:
         """Whether a user turn has asked for `goal` (the deviation request being the goal after the last)."""
