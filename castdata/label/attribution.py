@@ -77,8 +77,8 @@ def _records(value: Any, token: str) -> list[tuple[dict[str, Any], list[dict[str
 
 
 def _description(record: dict[str, Any]) -> list[tuple[str, ...]]:
-    """The words that name a record without its id: its price, its card's brand or last four digits, all its option
-    values."""
+    """The words that name a record without its id: its price, a payment method's kind, its card's brand or last
+    four digits, all its option values."""
     found = []
     if isinstance(record.get("price"), (int, float)):
         found.append((f"{record['price']:,.2f}",))
@@ -86,6 +86,8 @@ def _description(record: dict[str, Any]) -> list[tuple[str, ...]]:
         found.append((record["last_four"],))
     if isinstance(record.get("brand"), str):
         found.append((record["brand"].lower(),))
+    if isinstance(record.get("source"), str):  # a payment method's kind: "certificate", "gift card", "paypal"
+        found.append((record["source"].replace("_", " ").lower(),))
     options = record.get("options")
     if isinstance(options, dict):
         words = tuple(str(v).lower() for v in options.values() if str(v).lower() not in _BLANK)
