@@ -94,3 +94,20 @@ def test_saying_only_pending_orders_can_be_cancelled_of_an_order_never_opened_is
     assert refusal(messages, len(messages), gold) == 4
     messages[4]["content"] = "Your boot and kettle order is on its way."
     assert refusal(messages, len(messages), gold) is None
+
+
+def test_a_search_on_a_date_the_user_never_said_is_where_a_wrong_booking_began():
+    results = [{"flight_number": "HAT212", "date": "2024-05-20"}, {"flight_number": "HAT033", "date": "2024-05-20"}]
+    search = {
+        "name": "search_direct_flight",
+        "arguments": {"origin": "JFK", "destination": "DTW", "date": "2024-05-20"},
+    }
+    messages = _messages(("user", "Please move my return to the 19th."))
+    messages += [{"role": "assistant", "content": "", "tool_calls": [{"function": search}]}]
+    messages += _messages(("tool", json.dumps(results)), ("assistant", "HAT212 or HAT033?"), ("user", "HAT212, yes."))[
+        1:
+    ]
+    tokens = ["HAT212", "2024-05-20"]
+    assert said_first(messages, len(messages), tokens) == 2
+    messages[1]["content"] = "Please move my return to May 20th."  # the user's own date: nothing wrong in searching it
+    assert said_first(messages, len(messages), tokens) != 2

@@ -40,15 +40,15 @@ def test_first_errors_fall_on_the_hand_marked_step(scored):
     result = scored[2]
     failures = result.failures
     assert sum(failures.values()) == 66
-    assert result.first_error_accuracy >= 0.68, dict(failures)
-    assert failures["exact"] + failures["exact_other"] + failures["adjacent"] >= 40
+    assert result.first_error_accuracy >= 0.71, dict(failures)
+    assert failures["exact"] + failures["exact_other"] + failures["adjacent"] >= 42
     assert failures["no_blame"] >= 12  # user- and task-caused failures recognised, no agent action blamed
 
 
 def test_few_false_alarms_on_successful_episodes(scored):
     result = scored[2]
     assert result.successes == 34
-    assert result.flag_precision >= 0.75, (result.flags, result.true_flags)
+    assert result.flag_precision >= 0.85, (result.flags, result.true_flags)
     assert result.successes_flagged <= 0.25 * result.successes
 
 

@@ -16,6 +16,7 @@ change or never told a required answer. Real agents commit to the error earlier,
 
 from __future__ import annotations
 
+import calendar
 import json
 import re
 from typing import Any
@@ -167,6 +168,9 @@ def said_first(
         ),
         default=0,
     )
+    searched = _searched_with(messages, floor, tokens)
+    if searched is not None:
+        return searched
     texts = [i for i in _agent_texts(messages, step) if i > floor]
     if not texts:
         return step
@@ -180,6 +184,37 @@ def said_first(
             break
         found = index
     return texts[-1] if found == step and topic else found
+
+
+def _searched_with(messages: list[dict[str, Any]], result: int, tokens: list[str]) -> int | None:
+    """The agent's call whose result at `result` brought the write's wrong values, when the agent itself put one of
+    them in that call's arguments (a search on a date or an airport the user never said): the error was made there.
+    Identifiers the agent looks up are no such value (looking a record up is no error)."""
+    call = messages[result - 1] if result > 1 else {}
+    if call.get("role") != "assistant" or not call.get("tool_calls"):
+        return None
+    said = [m.get("content") or "" for m in messages[1 : result - 1] if m["role"] == "user"]
+    for tool_call in call["tool_calls"]:
+        arguments = tool_call["function"].get("arguments")
+        for key, value in arguments.items() if isinstance(arguments, dict) else ():
+            if key.endswith(("_id", "_ids")) or not isinstance(value, str) or value not in tokens:
+                continue
+            if not any(mentions(text, value) or _says_date(text, value) for text in said):
+                return result - 1
+    return None
+
+
+def _says_date(text: str, value: str) -> bool:
+    """Whether a text gives an ISO date (2024-05-20) as people say it: "May 20", "20th of May", "5/20"."""
+    found = re.fullmatch(r"\d{4}-(\d{2})-(\d{2})", value)
+    if not found:
+        return False
+    month, day = int(found.group(1)), int(found.group(2))
+    name = calendar.month_name[month] if 1 <= month <= 12 else "?"
+    spoken = (
+        rf"\b{name[:3]}\w*\.? {day}(?:st|nd|rd|th)?\b|\b{day}(?:st|nd|rd|th)? (?:of )?{name[:3]}\w*|\b{month}/{day}\b"
+    )
+    return re.search(spoken, text, re.I) is not None
 
 
 def proposal_of(messages: list[dict[str, Any]], step: int) -> int | None:
