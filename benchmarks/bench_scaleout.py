@@ -60,7 +60,7 @@ def config_for(url: str, args: argparse.Namespace, workers: int | None, tasks: s
 def timed(config, out: Path) -> tuple[int, int, float]:
     """(episodes, model requests, seconds) of one collection into `out`."""
     from castdata.rollout.collect import collect
-    from castdata.rollout.store import read_trajectories
+    from castdata.rundir import read_trajectories
 
     started = time.perf_counter()
     collect(config, out, show_progress=False)

@@ -27,7 +27,7 @@ from castdata.models.base import EpisodeContext
 from castdata.models.scripted import NoisyOracleAgent, ScriptedUser
 from castdata.models.user_llm import USER_ROLE
 from castdata.report import summarize
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
 
 KEY_ENV = "CASTDATA_TEST_COLLECT_KEY"
 KEY = "sk-test-collect-0123456789abcdef"

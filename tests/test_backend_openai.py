@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from openai_server import ChatServer, FaultPlan
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.models.base import InfrastructureError
 from castdata.models.limits import AdaptiveLimiter
 from castdata.models.openai_backend import OpenAIBackend

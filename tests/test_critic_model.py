@@ -21,7 +21,7 @@ from castdata.envs import load_domain
 from castdata.label.schema import CATEGORIES
 from castdata.models.base import EpisodeContext
 from castdata.models.spec import ModelSpec
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
 
 
 def critique(verdict: str, assessment: str = "Judged from the conversation.") -> dict[str, Any]:

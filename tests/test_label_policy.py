@@ -9,7 +9,7 @@ from tau2_helpers import needs_tau2
 
 from castdata.envs import DOMAINS, load_domain
 from castdata.label.policy import ClauseTable, clause_table, segment
-from castdata.label.visible import View, identifiers
+from castdata.visible import View, identifiers
 
 POLICY = """# Shop policy
 

@@ -14,7 +14,7 @@ import pytest
 from golden.cases import CASES
 from openai_server import ChatServer
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.label.run import LabelConfig, label_run, load_label_config
 from castdata.label.schema import CATEGORIES, Label
 from castdata.models.spec import ModelSpec

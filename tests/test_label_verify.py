@@ -12,8 +12,8 @@ from castdata.label.policy import clause_table
 from castdata.label.rationale import programmatic_labels
 from castdata.label.schema import Evidence, PolicyRef
 from castdata.label.verify import verify
-from castdata.label.visible import View
 from castdata.label.writers import write_verified
+from castdata.visible import View
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,10 @@ from build_helpers import demo_config, labelled_run
 from castdata.builders.dataset import MANIFEST, build_dataset
 from castdata.builders.options import BuildOptions
 from castdata.envs import load_domain
-from castdata.label.visible import identifiers
 from castdata.models.scripted.goals import REQUEST_VERBS
 from castdata.report import summarize
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
+from castdata.visible import identifiers
 
 UNFLAGGED = ("guessed_id", "misread_observation")
 

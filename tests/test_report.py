@@ -13,7 +13,7 @@ import pytest
 from castdata.models.spec import ModelSpec
 from castdata.records import Outcome, Privileged, Trajectory, episode_id
 from castdata.report import pass_hat_k, summarize
-from castdata.rollout.store import RecordWriter, trajectory_file
+from castdata.rundir import RecordWriter, RunDir
 
 
 def record(
@@ -49,8 +49,12 @@ def run_dir(tmp_path):
     writer = RecordWriter()
     for task_id, results in outcomes.items():
         for trial, ok in enumerate(results):
-            writer.append(trajectory_file(tmp_path, "retail", "test"), record(task_id, trial, bool(ok)).to_json())
-    writer.append(trajectory_file(tmp_path, "retail", "test"), record(2, 4, False, "infrastructure_error").to_json())
+            writer.append(
+                RunDir(tmp_path).trajectory_file("retail", "test"), record(task_id, trial, bool(ok)).to_json()
+            )
+    writer.append(
+        RunDir(tmp_path).trajectory_file("retail", "test"), record(2, 4, False, "infrastructure_error").to_json()
+    )
     writer.close()
     return tmp_path
 
@@ -79,7 +83,9 @@ def test_report_counts_a_task_per_domain_split_and_id(tmp_path):
     writer = RecordWriter()
     for split, ok in (("train", True), ("test", False)):
         for trial in range(4):
-            writer.append(trajectory_file(tmp_path, "retail", split), record(0, trial, ok, split=split).to_json())
+            writer.append(
+                RunDir(tmp_path).trajectory_file("retail", split), record(0, trial, ok, split=split).to_json()
+            )
     writer.close()
     groups = {group["split"]: group for group in summarize(tmp_path)["groups"]}
     assert groups["train"]["pass_k"] == {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0} and groups["train"]["tasks"] == 1

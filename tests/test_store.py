@@ -6,7 +6,7 @@ import pytest
 from test_report import record
 
 from castdata.errors import InputError
-from castdata.rollout.store import RecordWriter, finished_keys, read_trajectories
+from castdata.rundir import RecordWriter, finished_keys, read_trajectories
 
 
 def test_latest_record_wins_across_files(tmp_path):

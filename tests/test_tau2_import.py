@@ -13,7 +13,7 @@ from castdata.envs import load_domain
 from castdata.envs.known_issues import perturbed_write
 from castdata.envs.tau2_reference import simulation
 from castdata.report import summarize
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
 
 pytestmark = needs_tau2
 

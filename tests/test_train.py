@@ -23,7 +23,7 @@ pytest.importorskip("peft")
 from build_helpers import ROOT
 
 from castdata.builders.features import CONFIGS
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.train import smoke
 from castdata.train.model import training_args
 from castdata.train.recipe import load_recipe

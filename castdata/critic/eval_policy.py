@@ -18,7 +18,7 @@ from castdata.models.base import Backend
 from castdata.models.spec import ModelSpec
 from castdata.report import summarize
 from castdata.rollout.collect import collect
-from castdata.rollout.store import read_trajectories, write_json
+from castdata.rundir import read_trajectories, write_json
 
 ARMS = ("without_critic", "with_critic")
 REPORT = "eval.json"

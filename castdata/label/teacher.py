@@ -27,13 +27,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from castdata.label.schema import CATEGORIES, Evidence, Label, Rationale
 from castdata.label.verify import Rejection
-from castdata.label.visible import View
 from castdata.models import open_backend
 from castdata.models.base import Backend
 from castdata.models.spec import ModelSpec
 from castdata.records import Trajectory
+from castdata.visible import View
 
-CACHE = Path("cache") / "teacher.jsonl"  # under RUN_DIR/labels
 _TEACHER_KEYS = {"backend", "model", "sampling", "chat_template_kwargs"}  # what shapes a reply
 _DRAFT_KEYS = {"verdict", "severity", "categories", "policy_refs", "evidence", "rationale", "expected_action"}
 

@@ -4,7 +4,7 @@ A SIMULATION, not a model: it reads the task's gold solution (privileged informa
 It acts only on what the user has asked for so far (a move for a goal waits for the user turn that asks for
 it), and with `options.mistakes` (probability per opportunity, per kind) it injects realistic mistakes,
 each recorded in the trajectory's `injected_mistakes` (ground truth for testing the labeler). Same seed,
-same output. When a critic sends a mistaken move back (`castdata.critic.feedback`), it plays the gold way
+same output. When a critic sends a mistaken move back (`castdata.models.feedback`), it plays the gold way
 instead and marks the mistake `intercepted`; a correct move sent back is proposed again. Resumed from a
 recorded conversation (`run_episode(prefix=...)`), it plays the steps of its plan the conversation has not
 made yet. A user's request its instruction does not make (`user_deviation`) is served the careful way.
@@ -16,12 +16,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from castdata.critic.feedback import transcript_length
 from castdata.envs import RESPOND
 from castdata.envs.database import same_state
+from castdata.envs.perturb import misread, other_write_tool, perturb_arguments, without_item
 from castdata.models.base import EpisodeContext, Reply, ToolCall
+from castdata.models.feedback import transcript_length
 from castdata.models.scripted.goals import deviation, goals, identity
-from castdata.models.scripted.perturb import misread, other_write_tool, perturb_arguments, without_item
 from castdata.models.scripted.plan import ANYTHING_ELSE, Step, amount_on_record, confirmation, end_text, plan
 from castdata.records import Action, InjectedMistake
 
