@@ -26,7 +26,7 @@ WORKERS = (1, 2, 4)
 
 
 def _serve(latency_s: float, urls: multiprocessing.Queue, stop: multiprocessing.Event) -> None:
-    from openai_server import ChatServer, FaultPlan
+    from helpers.openai_server import ChatServer, FaultPlan
     from test_backend_collect import Playbook
 
     with ChatServer(Playbook("retail", "test"), FaultPlan(latency_s=latency_s)) as server:

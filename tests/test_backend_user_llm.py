@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from openai_server import ChatServer
+from helpers.openai_server import ChatServer
 
 from castdata.envs import load_domain
 from castdata.errors import ConfigError

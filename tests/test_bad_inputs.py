@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from openai_server import ChatServer, FaultPlan
+from helpers.openai_server import ChatServer, FaultPlan
 from typer.testing import CliRunner
 
 from castdata import __version__

@@ -13,8 +13,8 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from build_helpers import labelled_run
-from tiny_qwen import build_tokenizer, default_corpus
+from helpers.build import labelled_run
+from helpers.tiny_qwen import build_tokenizer, default_corpus
 
 from castdata.builders.dataset import MANIFEST, build_dataset
 from castdata.builders.features import CONFIGS

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from build_helpers import labelled_run
-from openai_server import ChatServer
+from helpers.build import labelled_run
+from helpers.openai_server import ChatServer
 
 from castdata.builders import critic as critic_rows
 from castdata.builders.render import context_block, emitted

@@ -140,7 +140,7 @@ def test_eval_critic_cli(labelled, tmp_path: Path) -> None:
 
 def test_a_tiny_qwen3_critic_is_evaluated_end_to_end(labelled, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from tiny_qwen import build_tiny_qwen3
+    from helpers.tiny_qwen import build_tiny_qwen3
 
     from castdata.critic import open_critic
     from castdata.models.spec import ModelSpec, Sampling

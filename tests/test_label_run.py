@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from golden.cases import CASES
-from test_label_verify import PlantingWriter
+from helpers.writers import PlantingWriter
 
 from castdata.config import CollectConfig
 from castdata.label.hindsight import judge

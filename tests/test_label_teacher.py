@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from golden.cases import CASES
-from openai_server import ChatServer
+from helpers.openai_server import ChatServer
 
 from castdata.errors import ConfigError
 from castdata.label.run import LabelConfig, label_run, load_label_config

@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from build_helpers import demo_config, labelled_run
+from helpers.build import demo_config, labelled_run
 
 from castdata.builders.dataset import MANIFEST, build_dataset
 from castdata.builders.options import BuildOptions

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
-from openai_server import ChatServer, FaultPlan
-from test_backend_collect import KEY, KEY_ENV, Playbook, write_config
+from helpers.openai_server import ChatServer, FaultPlan
+from helpers.playbook import KEY, KEY_ENV, Playbook, write_config
 
 from castdata.config import CollectConfig
 from castdata.models.scripted import MISTAKE_KINDS

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from openai_server import ChatServer, FaultPlan
-from test_backend_openai import ASK, KEY_ENV, run, spec_for, weather
+from helpers.openai_calls import ASK, KEY_ENV, run, spec_for, weather
+from helpers.openai_server import ChatServer, FaultPlan
 from typer.testing import CliRunner
 
 from castdata.cli import app

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_report import record
+from helpers.records import record
 
 from castdata.errors import InputError
 from castdata.rundir import RecordWriter, finished_keys, read_trajectories

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from openai_server import ChatServer
-from tau2_helpers import needs_tau2
+from helpers.openai_server import ChatServer
+from helpers.tau2 import needs_tau2
 
 from castdata.config import CollectConfig
 from castdata.envs import load_domain

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tau2_helpers import needs_tau2, run_in_castdata
+from helpers.tau2 import needs_tau2, run_in_castdata
 
 from castdata.envs import load_domain
 from castdata.envs.known_issues import perturbed_write

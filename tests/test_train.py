@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
-from build_helpers import ROOT
+from helpers.build import ROOT
 
 from castdata.builders.features import CONFIGS
 from castdata.errors import ConfigError

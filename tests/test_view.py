@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from build_helpers import demo_config, labelled_run
+from helpers.build import demo_config, labelled_run
 from typer.testing import CliRunner
 
 from castdata.cli import app

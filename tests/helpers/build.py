@@ -11,7 +11,7 @@ from castdata.label.run import label_run
 from castdata.rollout.collect import collect
 from castdata.rundir import RunDir
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "configs" / "demo.yaml"
 
 
@@ -43,7 +43,7 @@ def _add_infrastructure_failure(run_dir: Path, domain: str, split: str) -> None:
 
 def hub_env(url: str, home: Path, token: str) -> dict[str, str]:
     """The environment a client process needs to talk to the loopback Hub, with `token` as its Hub token."""
-    from hub_server import configure_hf_env
+    from helpers.hub_server import configure_hf_env
 
     saved = dict(os.environ)
     try:
