@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fsspec.core import url_to_fs
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from castdata.errors import InputError
 from castdata.records import Trajectory
@@ -205,9 +205,16 @@ class RunDir:
     # The manifest
 
     def manifest(self) -> RunManifest | None:
-        """The manifest, or None for a new run."""
+        """The manifest, or None for a new run; InputError naming the file and field when it is not one."""
         path = self._path(MANIFEST)
-        return RunManifest.model_validate_json(self.fs.cat_file(path)) if self.fs.isfile(path) else None
+        if not self.fs.isfile(path):
+            return None
+        try:
+            return RunManifest.model_validate_json(self.fs.cat_file(path))
+        except ValidationError as err:
+            first = err.errors()[0]
+            field = ".".join(map(str, first["loc"]))
+            raise InputError(f"{path}: not a run manifest: {field + ': ' if field else ''}{first['msg']}") from None
 
     def require_manifest(self) -> RunManifest:
         """The manifest; InputError when this is not a run directory."""
