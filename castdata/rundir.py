@@ -263,8 +263,9 @@ class RunDir:
         """(file, line number, line) of every complete JSONL line of the files of `folder` named by `pattern`,
         files in name order. A last line without its newline is a record still being written (or torn by a kill):
         skipped."""
+        opener = self.fs.open if self.is_url else open  # a plain file reads faster without fsspec's wrapper
         for path in sorted(self.fs.glob(self._path(folder, pattern))):
-            with self.fs.open(path, "r", encoding="utf-8") as handle:
+            with opener(path, "r", encoding="utf-8") as handle:
                 for number, line in enumerate(handle, start=1):
                     if line.endswith("\n") and line.strip():
                         yield path, number, line
