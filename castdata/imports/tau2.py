@@ -8,7 +8,7 @@ episode whose replay does not reproduce is kept, with `outcome.excluded` naming 
 it counts for neither pass^k nor training. A tau2 message with several tool calls becomes that many agent turns,
 each followed by its result; the user's own calls go to `user_tool_calls`, never to `messages`.
 
-Records go through the run store (`trajectories/{domain}.{split}.jsonl`); `imported` (the import mark every
+Records go through `castdata.rundir` (`trajectories/{domain}.{split}.jsonl`); `imported` (the import mark every
 importer writes) keeps the file, its sha256, the tau2 simulation id and the claimed reward. Importing the same simulation again adds nothing; another simulation of
 the same task takes the next free trial number.
 """

@@ -1,7 +1,7 @@
 """What `castdata view` shows: the episodes of a run directory or a dataset folder, with their labels, as plain dicts.
 
 `read_episodes` is the only place the view reads files, and it reads them through the existing readers: a run
-directory through `castdata.builders.source.iter_episodes` (the store's latest-record rule, labels by domain/split),
+directory through `castdata.builders.source.iter_episodes` (`castdata.rundir`'s latest-record rule, labels by domain/split),
 a dataset folder through `castdata.load` and `castdata.critic.eval_critic.labelled_episodes` (its `trajectories`
 and `labels` configs). Everything else turns one `Episode` into an index row and a page record.
 
