@@ -1,9 +1,9 @@
 """What `castdata view` shows: the episodes of a run directory or a dataset folder, with their labels, as plain dicts.
 
 `read_episodes` is the only place the view reads files, and it reads them through the existing readers: a run
-directory through `castdata.builders.source.iter_episodes` (`castdata.rundir`'s latest-record rule, labels by domain/split),
-a dataset folder through `castdata.load` and `castdata.critic.eval_critic.labelled_episodes` (its `trajectories`
-and `labels` configs). Everything else turns one `Episode` into an index row and a page record.
+directory through `castdata.builders.source.iter_episodes` (`castdata.rundir`'s latest-record rule, labels by
+domain/split), a dataset folder through `castdata.hub.local.load_local` and
+`castdata.critic.eval_critic.labelled_episodes` (its `trajectories` and `labels` configs). Everything else turns one `Episode` into an index row and a page record.
 
 `source` is "imported" for an episode `castdata import` made (its `imported` mark), else "collected";
 `user_fault` is set where the labeler found the simulated user (or the task) to blame.
