@@ -8,7 +8,7 @@ RUN_DIR/trajectories/{domain}.{split}.unit-*.jsonl   one file per work-unit atte
 RUN_DIR/labels/{domain}.{split}.jsonl            castdata.label/1, whichever trajectory files the episodes came from
 RUN_DIR/labels/policy_clauses.jsonl              the labeler's policy clause table
 RUN_DIR/labels/stats.json                        the labeler's statistics
-RUN_DIR/labels/cache/teacher.jsonl               the label teacher's replies (castdata.label.teacher)
+RUN_DIR/labels/cache/teacher.jsonl               the label teacher's replies (`ReplyCache`)
 ```
 
 A run directory is a path (local, or a shared file system mounted at the same place on every node) or an fsspec
@@ -325,7 +325,7 @@ class RunDir:
         return {key: value for key, value in json.loads(self.fs.cat_file(path)).items() if key != "run_dir"}
 
     def teacher_cache(self) -> Path:
-        """The teacher's reply cache (`castdata.label.teacher.ReplyCache`), so a relabelling makes no requests."""
+        """Where the label teacher's `ReplyCache` lives, so a relabelling makes no requests."""
         return self.local(LABELS, TEACHER_CACHE)
 
     def label_writer(self) -> LabelWriter:
@@ -388,6 +388,32 @@ class LabelWriter:
         tmp.write_text("".join(clauses), encoding="utf-8")
         os.replace(tmp, self.folder / CLAUSES_FILE)
         write_json(self.folder / STATS_FILE, stats)
+
+
+class ReplyCache:
+    """Model replies by request key, in a JSON-lines file that only grows (a line cut by a crash is ignored)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.replies: dict[str, str] = {}
+        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            self.replies[record["key"]] = record["content"]
+
+    def get(self, key: str) -> str | None:
+        """The cached reply, or None."""
+        return self.replies.get(key)
+
+    def put(self, key: str, content: str) -> None:
+        """Keep a reply (appended to the file at once)."""
+        self.replies[key] = content
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"key": key, "content": content}) + "\n")
 
 
 def iter_trajectories(where: str | Path) -> Iterator[Trajectory]:
