@@ -177,7 +177,7 @@ def _env(changes: dict[str, str | None], tmp: str) -> Iterator[None]:
 @contextmanager
 def loopback_server() -> Iterator[str]:
     """A loopback OpenAI-compatible server that wants `KEY`; yields its base URL."""
-    from openai_server import ChatServer, FaultPlan
+    from helpers.openai_server import ChatServer, FaultPlan
 
     with ChatServer(lambda body: {"content": "hello"}, FaultPlan(api_key=KEY)) as server:
         yield server.base_url

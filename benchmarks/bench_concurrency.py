@@ -32,7 +32,7 @@ def _answer(body: dict) -> dict:
 
 
 def _serve(latency_s: float, urls: multiprocessing.Queue, stop: multiprocessing.Event) -> None:
-    from openai_server import ChatServer, FaultPlan
+    from helpers.openai_server import ChatServer, FaultPlan
 
     with ChatServer(_answer, FaultPlan(latency_s=latency_s)) as server:
         urls.put(server.base_url)

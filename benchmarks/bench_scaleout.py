@@ -26,7 +26,7 @@ WORKERS = (1, 2, 4)
 
 
 def _serve(latency_s: float, urls: multiprocessing.Queue, stop: multiprocessing.Event) -> None:
-    from openai_server import ChatServer, FaultPlan
+    from helpers.openai_server import ChatServer, FaultPlan
     from test_backend_collect import Playbook
 
     with ChatServer(Playbook("retail", "test"), FaultPlan(latency_s=latency_s)) as server:
@@ -60,7 +60,7 @@ def config_for(url: str, args: argparse.Namespace, workers: int | None, tasks: s
 def timed(config, out: Path) -> tuple[int, int, float]:
     """(episodes, model requests, seconds) of one collection into `out`."""
     from castdata.rollout.collect import collect
-    from castdata.rollout.store import read_trajectories
+    from castdata.rundir import read_trajectories
 
     started = time.perf_counter()
     collect(config, out, show_progress=False)

@@ -1,6 +1,8 @@
 """castdata: build, publish and train on critique datasets for tool-calling agents (CAST)."""
 
-__version__ = "0.1.0"
+from castdata.version import __version__
+
+__all__ = ["__version__", "load"]
 
 
 def load(source: str, config: str, version: str | None = None, **kwargs):

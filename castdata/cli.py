@@ -87,11 +87,11 @@ def collect(
     """Collect trajectories: k trials per task, resumable."""
     from castdata.config import CollectConfig, PipelineConfig, load_config
     from castdata.rollout.collect import collect as run_collect
-    from castdata.scale.location import run_location
+    from castdata.rundir import run_location
 
     cfg: CollectConfig = load_config(config, PipelineConfig, overrides or ()).collect_part()
     manifest = run_collect(cfg, run_location(out or cfg.out), force=force, show_progress=not quiet, limit=limit)
-    typer.echo(f"collected into {out or cfg.out}: {json.dumps(manifest['counts'])}")
+    typer.echo(f"collected into {out or cfg.out}: {json.dumps(manifest.counts)}")
 
 
 @app.command()
@@ -249,10 +249,11 @@ def eval_critic(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """A critic on labelled actions: accuracy, invalid precision/recall/F1, first-error localisation, grounding."""
-    from castdata.config import ConfigError, load_config
+    from castdata.config import load_config
     from castdata.critic import open_critic
     from castdata.critic.eval_critic import evaluate_critic, print_metrics
     from castdata.critic.eval_policy import EvalConfig
+    from castdata.errors import ConfigError
 
     cfg: EvalConfig = load_config(config, EvalConfig)
     if cfg.critic is None:

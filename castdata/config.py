@@ -24,7 +24,7 @@ from castdata.models.spec import ModelSpec
 from castdata.scale.options import ExecutorOptions
 
 if TYPE_CHECKING:
-    from castdata.models.base import Backend
+    pass
 
 GUARD_KEYS = ("critic", "guard", "max_revisions")
 
@@ -100,18 +100,6 @@ class CollectConfig(BaseModel):
                     f"tasks: task id {task_id} out of range for {domain}/{split}; allowed: 0..{available - 1}"
                 )
         return ids
-
-    def open_agent(self) -> Backend:
-        """The agent backend the episodes run, guarded by the critic when there is one."""
-        from castdata.models import open_backend
-
-        agent = open_backend(self.agent, "agent")
-        if self.critic is None:
-            return agent
-        from castdata.critic import open_critic
-        from castdata.critic.guard import Guard, GuardedBackend
-
-        return GuardedBackend(agent, Guard(open_critic(self.critic, "critic"), self.guard, self.max_revisions))
 
     def unguarded(self) -> CollectConfig:
         """The same collection without the critic."""

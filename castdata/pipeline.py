@@ -17,27 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from castdata.config import PipelineConfig, load_config
-from castdata.rollout.store import TRAJECTORIES, write_json
-
-STATE = "pipeline.json"
+from castdata.rundir import LABELS, TRAJECTORIES, RunDir
 
 
 def _key(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _folder_digest(folder: Path) -> dict[str, str]:
-    from castdata.builders.dataset import file_digest
-
-    return {path.name: file_digest(path)["sha256"] for path in sorted(folder.glob("*.jsonl"))}
-
-
 class _Stages:
     """The stage records of one run directory."""
 
-    def __init__(self, run_dir: Path, echo: Callable[[str], None]) -> None:
-        self.path, self.echo = run_dir / STATE, echo
-        self.done = json.loads(self.path.read_text()) if self.path.is_file() else {}
+    def __init__(self, run_dir: RunDir, echo: Callable[[str], None]) -> None:
+        self.run_dir, self.echo = run_dir, echo
+        self.done = run_dir.pipeline_state()
 
     def run(self, stage: str, key: str, output: Path, work: Callable[[], str]) -> None:
         """Run `work` (which returns a one-line summary) unless `stage` finished with the same key and its
@@ -48,7 +40,7 @@ class _Stages:
         started = time.time()
         summary = work()
         self.done[stage] = {"key": key, "finished_at": time.time(), "seconds": round(time.time() - started, 3)}
-        write_json(self.path, self.done)
+        self.run_dir.write_pipeline_state(self.done)
         self.echo(f"{stage}: {summary}")
 
 
@@ -79,7 +71,7 @@ def run_pipeline(
     """Run every stage of a pipeline config (with `overrides`, `--set KEY=VALUE`); returns the dataset folder.
     `force` and `limit` are collect's (`castdata.rollout.collect.collect`)."""
     from castdata.builders.dataset import MANIFEST, build_dataset
-    from castdata.label.run import LABELS, label_run, load_label_config
+    from castdata.label.run import label_run, load_label_config
     from castdata.rollout.collect import collect
     from castdata.ui import counting
 
@@ -88,11 +80,12 @@ def run_pipeline(
     check_later_stages(config, label_config)
     run_dir = Path(out or config.out)
     dataset_dir = Path(config.build.out) if config.build.out else run_dir / "dataset"
-    stages = _Stages(run_dir, echo)
+    run = RunDir(run_dir)
+    stages = _Stages(run, echo)
 
     def do_collect() -> str:
         manifest = collect(config.collect_part(), run_dir, show_progress=show_progress, force=force, limit=limit)
-        counts = manifest["counts"]
+        counts = manifest.counts
         return f"{counts['finished']} of {counts['planned']} episodes in {run_dir}"
 
     def do_label() -> str:
@@ -106,10 +99,10 @@ def run_pipeline(
         rows = {name: sum(entry["rows"] for entry in splits.values()) for name, splits in manifest["configs"].items()}
         return f"{dataset_dir}: {json.dumps(rows)}"
 
-    stages.run("collect", _key(config.collect_part().fingerprint(), limit), run_dir / TRAJECTORIES, do_collect)
-    trajectories = _folder_digest(run_dir / TRAJECTORIES)
-    stages.run("label", _key(trajectories, label_config.model_dump()), run_dir / LABELS, do_label)
-    labels = _folder_digest(run_dir / LABELS)
+    stages.run("collect", _key(config.collect_part().fingerprint(), limit), run.local(TRAJECTORIES), do_collect)
+    trajectories = run.digest(TRAJECTORIES)
+    stages.run("label", _key(trajectories, label_config.model_dump()), run.local(LABELS), do_label)
+    labels = run.digest(LABELS)
     stages.run("build", _key(trajectories, labels, config.build.model_dump()), dataset_dir / MANIFEST, do_build)
     if config.publish is not None:
         from castdata.hub.publish import publish

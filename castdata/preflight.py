@@ -59,6 +59,7 @@ def _top_keys(path: Path) -> set[str]:
 async def _open_and_close(config: CollectConfig) -> None:
     """Open (and close) the run's backends: each checks its spec as a run would."""
     from castdata.models import open_backend
+    from castdata.rollout.collect import open_agent
 
-    for backend in (config.open_agent(), open_backend(config.user, "user")):
+    for backend in (open_agent(config), open_backend(config.user, "user")):
         await backend.aclose()

@@ -1,6 +1,6 @@
 """The trajectory record: one episode, as collected. Schema `castdata.trajectory/1`.
 
-Born in `castdata.rollout.episode`, written by `castdata.rollout.store`, read by
+Born in `castdata.rollout.episode`, written and read back by `castdata.rundir`, read by
 `castdata.label`, `castdata.builders` and `castdata.report`.
 
 `messages` are exactly what the agent saw, in OpenAI chat format (assistant `tool_calls[].function.arguments`

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import polars as pl
 
-from castdata.errors import InputError
 from castdata.records import Trajectory
-from castdata.rollout.store import TRAJECTORIES, read_trajectories
+from castdata.rundir import RunDir
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
@@ -100,9 +99,9 @@ def pass_k_table(episodes: pl.DataFrame) -> pl.DataFrame:
 
 def summarize(run_dir: Path) -> dict:
     """Everything `castdata report` shows, as plain data; InputError when `run_dir` holds no run."""
-    if not (Path(run_dir) / TRAJECTORIES).is_dir():
-        raise InputError(f"{run_dir}: not a run directory (no {TRAJECTORIES}/ folder; `castdata collect` makes one)")
-    episodes = episodes_frame(read_trajectories(run_dir))
+    run = RunDir(run_dir)
+    run.require("; `castdata collect` makes one")
+    episodes = episodes_frame(list(run.iter_trajectories()))
     groups = []
     for (domain, split, agent), group in episodes.group_by("domain", "split", "agent", maintain_order=True):
         counted = group.filter(pl.col("counted"))

@@ -25,8 +25,8 @@ def private_datasets_cache(tmp_path_factory, monkeypatch):
 def demo_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The full demo run, labelled, and the dataset built from it: made once per test session (under xdist, once
     for all workers, behind a file lock). Read-only for the tests that share it."""
-    from build_helpers import labelled_run
     from filelock import FileLock
+    from helpers.build import labelled_run
 
     from castdata.builders.dataset import MANIFEST, build_dataset
 

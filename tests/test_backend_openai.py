@@ -8,15 +8,15 @@ import time
 from typing import Any
 
 import pytest
-from openai_server import ChatServer, FaultPlan
+from helpers.openai_calls import ASK, KEY_ENV, run, spec_for, weather
+from helpers.openai_server import ChatServer, FaultPlan
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.models.base import InfrastructureError
 from castdata.models.limits import AdaptiveLimiter
 from castdata.models.openai_backend import OpenAIBackend
 from castdata.models.spec import ModelSpec, Sampling
 
-KEY_ENV = "CASTDATA_TEST_OPENAI_KEY"
 TOOLS: list[dict[str, Any]] = [
     {
         "type": "function",
@@ -26,40 +26,6 @@ TOOLS: list[dict[str, Any]] = [
         },
     }
 ]
-ASK = [{"role": "user", "content": "Weather in Paris?"}]
-
-
-def weather(body: dict[str, Any]) -> dict[str, Any]:
-    """Calls the tool when offered tools, else answers in text."""
-    if body.get("tools"):
-        return {"tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
-    return {"content": "Sunny."}
-
-
-def spec_for(server: ChatServer, **overrides: Any) -> ModelSpec:
-    fields: dict[str, Any] = {
-        "backend": "openai",
-        "model": "test-model",
-        "base_url": server.base_url,
-        "api_key_env": KEY_ENV,
-        "max_retries": 8,
-        "options": {"retry_backoff_s": 0.002},
-        **overrides,
-    }
-    return ModelSpec(**fields)
-
-
-def run(coro_fn, spec: ModelSpec) -> Any:
-    """Open a backend, run `coro_fn(backend)`, close it."""
-
-    async def main() -> Any:
-        backend = OpenAIBackend(spec)
-        try:
-            return await coro_fn(backend)
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(main())
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from tiny_qwen import build_tiny_qwen3  # noqa: E402
+from helpers.tiny_qwen import build_tiny_qwen3  # noqa: E402
 
 from castdata.envs import load_domain  # noqa: E402
 from castdata.models import open_backend  # noqa: E402

@@ -6,10 +6,10 @@ import asyncio
 from typing import Any
 
 import pytest
-from openai_server import ChatServer
+from helpers.openai_server import ChatServer
 
-from castdata.config import ConfigError
 from castdata.envs import load_domain
+from castdata.errors import ConfigError
 from castdata.models.base import EpisodeContext, ModelOutputError
 from castdata.models.openai_backend import OpenAIBackend
 from castdata.models.spec import ModelSpec

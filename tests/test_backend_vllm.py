@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from castdata.config import ConfigError
 from castdata.envs import load_domain
+from castdata.errors import ConfigError
 from castdata.models import open_backend
 from castdata.models.base import InfrastructureError
 from castdata.models.scripted import ScriptedBackend

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 import yaml
-from openai_server import ChatServer, FaultPlan
+from helpers.openai_server import ChatServer, FaultPlan
 from typer.testing import CliRunner
 
 from castdata import __version__
 from castdata.cli import app
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
 
 _SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bad_inputs.py"
 _spec = importlib.util.spec_from_file_location("bad_inputs", _SCRIPT)

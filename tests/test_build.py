@@ -13,8 +13,8 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from build_helpers import labelled_run
-from tiny_qwen import build_tokenizer, default_corpus
+from helpers.build import labelled_run
+from helpers.tiny_qwen import build_tokenizer, default_corpus
 
 from castdata.builders.dataset import MANIFEST, build_dataset
 from castdata.builders.features import CONFIGS
@@ -313,10 +313,10 @@ def test_episodes_in_several_record_files_build_once_with_their_labels(tmp_path:
     in another file: the builder takes each episode's latest record, as the store does, with its labels."""
     from castdata.builders.source import iter_episodes
     from castdata.label.run import label_run
-    from castdata.rollout.store import read_trajectories, trajectory_file
+    from castdata.rundir import RunDir, read_trajectories
 
     run = labelled_run(tmp_path / "run", split="test", tasks="0-1", trials=2)
-    path = trajectory_file(run, "retail", "test")
+    path = RunDir(run).trajectory_file("retail", "test")
     lines = path.read_text().splitlines(keepends=True)
     failed = json.loads(lines[0])
     failed["outcome"].update(reward=0.0, termination_reason="infrastructure_error", error="HTTP 503")

@@ -18,7 +18,7 @@ from castdata.envs import load_domain
 from castdata.models.scripted import MISTAKE_KINDS
 from castdata.rollout.collect import collect
 from castdata.rollout.episode import actions_of
-from castdata.rollout.store import read_trajectories, repair
+from castdata.rundir import read_trajectories, repair
 
 CASTDATA = [sys.executable, "-m", "castdata.cli"]
 

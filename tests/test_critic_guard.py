@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from castdata.critic.feedback import FEEDBACK
 from castdata.critic.guard import Critique, Guard, GuardedBackend
 from castdata.critic.replay import ReplayCritic
 from castdata.envs import load_domain
 from castdata.models import open_backend
+from castdata.models.feedback import FEEDBACK
 from castdata.models.spec import ModelSpec
 from castdata.rollout import episode as episode_loop
 from castdata.rollout.episode import actions_of, run_episode

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from build_helpers import ROOT
-from openai_server import ChatServer
-from test_critic_model import confirmed_writes_only
+from helpers.build import ROOT
+from helpers.critics import confirmed_writes_only
+from helpers.openai_server import ChatServer
 
 from castdata.builders.dataset import build_dataset
 from castdata.builders.features import SOURCES
@@ -26,7 +26,7 @@ from castdata.hub.local import local_split
 from castdata.label.run import LABELS, label_run
 from castdata.report import summarize
 from castdata.rollout.collect import collect
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
 from castdata.train import smoke
 
 LOOP = ROOT / "configs" / "demo_critic_loop.yaml"
@@ -275,7 +275,7 @@ def test_the_shipped_loop_config_runs_as_a_pipeline(tmp_path: Path) -> None:
 
 
 def test_the_guard_keys_are_checked_and_change_the_fingerprint_only_with_a_critic(tmp_path: Path) -> None:
-    from castdata.config import ConfigError
+    from castdata.errors import ConfigError
 
     replay = {"backend": "scripted", "model": "replay-critic"}
     assert CollectConfig(guard="all", max_revisions=0).fingerprint() == CollectConfig().fingerprint()

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-from typing import Any
 
 import pytest
-from build_helpers import labelled_run
-from openai_server import ChatServer
+from helpers.build import labelled_run
+from helpers.critics import confirmed_writes_only, critique
+from helpers.openai_server import ChatServer
 
 from castdata.builders import critic as critic_rows
 from castdata.builders.render import context_block, emitted
@@ -21,24 +20,7 @@ from castdata.envs import load_domain
 from castdata.label.schema import CATEGORIES
 from castdata.models.base import EpisodeContext
 from castdata.models.spec import ModelSpec
-from castdata.rollout.store import read_trajectories
-
-
-def critique(verdict: str, assessment: str = "Judged from the conversation.") -> dict[str, Any]:
-    """A structured critique as a critic writes it."""
-    return {
-        "categories": [] if verdict == "valid" else ["wrong_argument"],
-        "severity": "none" if verdict == "valid" else "critical",
-        "policy_refs": [],
-        "evidence": [],
-        "rationale": {
-            "observed": "The agent proposed an action.",
-            "required": "Follow the policy.",
-            "assessment": assessment,
-        },
-        "expected_action": None,
-        "verdict": verdict,
-    }
+from castdata.rundir import read_trajectories
 
 
 def test_the_critic_prompt_is_the_critic_sft_rows_prompt(tmp_path: Path) -> None:
@@ -70,20 +52,6 @@ def test_critiques_parse_and_the_schema_lists_the_taxonomy() -> None:
     schema = critique_schema()
     assert schema["properties"]["categories"]["items"]["enum"] == list(CATEGORIES)
     assert list(schema["properties"])[-1] == "verdict"
-
-
-_PROPOSED = re.compile(r"Proposed action \[\d+\]:\nagent: (\w+)\((.*)\)\Z", re.S)
-
-
-def confirmed_writes_only(body: dict[str, Any]) -> dict[str, Any]:
-    """A rule-based critic model: a write is invalid unless the agent stated exactly these arguments before."""
-    assert body["response_format"]["type"] == "json_schema"
-    assert body["messages"][0]["content"].startswith(critic_rows.INSTRUCTIONS)
-    prompt = body["messages"][1]["content"]
-    found = _PROPOSED.search(prompt)
-    write = found is not None and found.group(1) in load_domain("retail").catalog.write_tools
-    verdict = "invalid" if write and found.group(2) not in prompt[: found.start()] else "valid"
-    return {"content": json.dumps(critique(verdict, "These are not the details the user confirmed."))}
 
 
 @pytest.mark.timeout(120)

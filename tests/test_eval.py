@@ -14,7 +14,7 @@ from castdata.config import CollectConfig
 from castdata.critic.eval_policy import REPORT, EvalConfig, run_eval
 from castdata.report import summarize
 from castdata.rollout.collect import collect
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
 
 CASTDATA = [sys.executable, "-m", "castdata.cli"]
 COLLECTION = {

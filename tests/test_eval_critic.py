@@ -13,9 +13,8 @@ import yaml
 
 from castdata.critic.eval_critic import cases, evaluate_critic, labelled_episodes
 from castdata.critic.guard import Critique
-from castdata.critic.model import CritiqueJSON
 from castdata.critic.replay import ReplayCritic
-from castdata.label.schema import Evidence, Label
+from castdata.label.schema import CritiqueJSON, Evidence, Label
 from castdata.models.base import EpisodeContext
 
 CASTDATA = [sys.executable, "-m", "castdata.cli"]
@@ -140,7 +139,7 @@ def test_eval_critic_cli(labelled, tmp_path: Path) -> None:
 
 def test_a_tiny_qwen3_critic_is_evaluated_end_to_end(labelled, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from tiny_qwen import build_tiny_qwen3
+    from helpers.tiny_qwen import build_tiny_qwen3
 
     from castdata.critic import open_critic
     from castdata.models.spec import ModelSpec, Sampling

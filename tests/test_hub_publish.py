@@ -1,5 +1,5 @@
 """Publishing, listing, downloading and loading releases with the real huggingface_hub and datasets clients,
-against the loopback Hub (tests/hub_server.py).
+against the loopback Hub (tests/helpers/hub_server.py).
 
 The clients read their settings at import, so the client side runs in a fresh process (`CLIENT`) with the
 loopback environment; it drives the `castdata` commands and `castdata.load`, and records what it saw.
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from build_helpers import hub_env, labelled_run
-from hub_server import HubServer
+from helpers.build import hub_env, labelled_run
+from helpers.hub_server import HubServer
 
 from castdata.builders.dataset import build_dataset
 from castdata.builders.features import CONFIGS

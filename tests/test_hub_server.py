@@ -1,4 +1,4 @@
-"""The loopback Hub (tests/hub_server.py) works with the real huggingface_hub and datasets clients.
+"""The loopback Hub (tests/helpers/hub_server.py) works with the real huggingface_hub and datasets clients.
 
 The clients read HF_ENDPOINT and friends at import time, so they run in a fresh subprocess
 (`CLIENT_SCRIPT`) that configures the environment first; it records what it saw in a JSON file
@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from hub_server import HubServer
+from helpers.hub_server import HubServer
 
 REPO = "castdata/demo"
 PARQUET = "a/train-00000-of-00001.parquet"
@@ -26,7 +26,7 @@ from pathlib import Path
 
 tests_dir, url, work, out = sys.argv[1:5]
 sys.path.insert(0, tests_dir)
-from hub_server import configure_hf_env
+from helpers.hub_server import configure_hf_env
 
 work = Path(work)
 configure_hf_env(url, work / "hf_home")

@@ -17,7 +17,7 @@ from castdata.errors import InputError, RunDirConflict, UnknownName
 from castdata.imports.tau_bench import import_tau_bench
 from castdata.label.run import label_run, read_labels
 from castdata.report import summarize
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
 
 GOLDEN = Path(__file__).parent / "golden_real"
 RETAIL = GOLDEN / "tau-bench.retail-test.gpt-4.1.golden.json.gz"

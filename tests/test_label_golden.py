@@ -9,7 +9,7 @@ from castdata.label.hindsight import judge
 from castdata.label.policy import clause_table
 from castdata.label.rationale import programmatic_labels
 from castdata.label.verify import verify
-from castdata.label.visible import View
+from castdata.visible import View
 
 
 def test_golden_set_covers_the_issue():

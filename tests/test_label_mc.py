@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from golden.cases import CASES
-from openai_server import ChatServer
+from helpers.openai_server import ChatServer
 
 from castdata.config import CollectConfig
 from castdata.envs import load_domain

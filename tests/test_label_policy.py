@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from tau2_helpers import needs_tau2
+from helpers.tau2 import needs_tau2
 
 from castdata.envs import DOMAINS, load_domain
 from castdata.label.policy import ClauseTable, clause_table, segment
-from castdata.label.visible import View, identifiers
+from castdata.visible import View, identifiers
 
 POLICY = """# Shop policy
 

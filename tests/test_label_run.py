@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from golden.cases import CASES
-from test_label_verify import PlantingWriter
+from helpers.writers import PlantingWriter
 
 from castdata.config import CollectConfig
 from castdata.label.hindsight import judge
@@ -18,12 +18,12 @@ from castdata.label.rationale import programmatic_labels
 from castdata.label.run import LabelConfig, label_run
 from castdata.label.schema import Label
 from castdata.label.stats import KIND_CATEGORY, USER_KINDS, LabelStats
-from castdata.label.visible import View
 from castdata.models.scripted import MISTAKE_KINDS
 from castdata.records import InjectedMistake
 from castdata.rollout.collect import collect
 from castdata.rollout.episode import actions_of
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
+from castdata.visible import View
 
 CASTDATA = [sys.executable, "-m", "castdata.cli"]
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from golden.cases import CASES
-from openai_server import ChatServer
+from helpers.openai_server import ChatServer
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.label.run import LabelConfig, label_run, load_label_config
 from castdata.label.schema import CATEGORIES, Label
 from castdata.models.spec import ModelSpec

@@ -6,14 +6,15 @@ import asyncio
 
 import pytest
 from golden.cases import CASES
+from helpers.writers import PlantingWriter
 
 from castdata.label.hindsight import judge
 from castdata.label.policy import clause_table
 from castdata.label.rationale import programmatic_labels
 from castdata.label.schema import Evidence, PolicyRef
 from castdata.label.verify import verify
-from castdata.label.visible import View
 from castdata.label.writers import write_verified
+from castdata.visible import View
 
 
 @pytest.fixture(scope="module")
@@ -101,31 +102,6 @@ def test_wrong_source_unknown_category_and_other_action(wrong_cancel):
     assert codes(label.model_copy(update={"evidence": [wrong_source]}), label, view) == ["wrong_source"]
     assert codes(label.model_copy(update={"categories": ["hallucination"]}), label, view) == ["unknown_category"]
     assert codes(labels[2], label, view) == ["verdict_mismatch", "wrong_action"]
-
-
-class PlantingWriter:
-    """A stand-in teacher: plants a fault in its first `bad` tries, then writes a clean rationale."""
-
-    name = "planting"
-
-    def __init__(self, bad: int, fault: str = "future") -> None:
-        self.bad, self.fault, self.calls, self.feedback = bad, fault, 0, []
-
-    async def write(self, trajectory, draft, feedback):
-        self.calls += 1
-        self.feedback.append([r.code for r in feedback])
-        if self.calls <= self.bad:
-            if self.fault == "unparseable":
-                raise ValueError("model output is not JSON")
-            return draft.model_copy(
-                update={"evidence": [Evidence(step=draft.step + 1, source="tool_result", quote="the order")]}
-            )
-        rationale = draft.rationale.model_copy(
-            update={"assessment": "Invalid: the agent cancelled an order the user did not ask about."}
-        )
-        return draft.model_copy(
-            update={"rationale": rationale, "label_source": draft.label_source.model_copy(update={"method": "teacher"})}
-        )
 
 
 def _write(writer, wrong_cancel, retries):

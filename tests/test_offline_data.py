@@ -14,15 +14,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from build_helpers import demo_config, labelled_run
+from helpers.build import demo_config, labelled_run
 
 from castdata.builders.dataset import MANIFEST, build_dataset
 from castdata.builders.options import BuildOptions
 from castdata.envs import load_domain
-from castdata.label.visible import identifiers
 from castdata.models.scripted.goals import REQUEST_VERBS
 from castdata.report import summarize
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
+from castdata.visible import identifiers
 
 UNFLAGGED = ("guessed_id", "misread_observation")
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import openai
 import pytest
+from helpers.openai_server import ChatServer, FaultPlan, Outcome
 from openai import AsyncOpenAI, OpenAI
-from openai_server import ChatServer, FaultPlan, Outcome
 
 MESSAGES: list[Any] = [{"role": "user", "content": "What is the weather in Paris?"}]
 TOOLS: list[Any] = [

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from build_helpers import DEMO, hub_env
-from hub_server import HubServer
+from helpers.build import DEMO, hub_env
+from helpers.hub_server import HubServer
 
 REPO = "castdata/pipeline"
 

@@ -9,37 +9,10 @@ import sys
 from math import comb
 
 import pytest
+from helpers.records import record
 
-from castdata.models.spec import ModelSpec
-from castdata.records import Outcome, Privileged, Trajectory, episode_id
 from castdata.report import pass_hat_k, summarize
-from castdata.rollout.store import RecordWriter, trajectory_file
-
-
-def record(
-    task_id: int, trial: int, success: bool, reason: str = "user_stop", agent: str = "noisy-oracle", split: str = "test"
-) -> Trajectory:
-    return Trajectory(
-        id=episode_id("retail", split, task_id, trial),
-        domain="retail",
-        split=split,
-        task_id=task_id,
-        trial=trial,
-        seed=0,
-        agent=ModelSpec(model=agent),
-        user=ModelSpec(model="scripted-user"),
-        tools=[],
-        messages=[
-            {"role": "system", "content": "p"},
-            {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": "ok"},
-        ],
-        meta=[],
-        outcome=Outcome(reward=float(success), db_match=success, termination_reason=reason),
-        privileged=Privileged(user_id="u", instruction="i", gold_actions=[], required_outputs=[]),
-        started_at=0.0,
-        ended_at=1.0,
-    )
+from castdata.rundir import RecordWriter, RunDir
 
 
 @pytest.fixture
@@ -49,8 +22,12 @@ def run_dir(tmp_path):
     writer = RecordWriter()
     for task_id, results in outcomes.items():
         for trial, ok in enumerate(results):
-            writer.append(trajectory_file(tmp_path, "retail", "test"), record(task_id, trial, bool(ok)).to_json())
-    writer.append(trajectory_file(tmp_path, "retail", "test"), record(2, 4, False, "infrastructure_error").to_json())
+            writer.append(
+                RunDir(tmp_path).trajectory_file("retail", "test"), record(task_id, trial, bool(ok)).to_json()
+            )
+    writer.append(
+        RunDir(tmp_path).trajectory_file("retail", "test"), record(2, 4, False, "infrastructure_error").to_json()
+    )
     writer.close()
     return tmp_path
 
@@ -79,7 +56,9 @@ def test_report_counts_a_task_per_domain_split_and_id(tmp_path):
     writer = RecordWriter()
     for split, ok in (("train", True), ("test", False)):
         for trial in range(4):
-            writer.append(trajectory_file(tmp_path, "retail", split), record(0, trial, ok, split=split).to_json())
+            writer.append(
+                RunDir(tmp_path).trajectory_file("retail", split), record(0, trial, ok, split=split).to_json()
+            )
     writer.close()
     groups = {group["split"]: group for group in summarize(tmp_path)["groups"]}
     assert groups["train"]["pass_k"] == {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0} and groups["train"]["tasks"] == 1

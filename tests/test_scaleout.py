@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 import yaml
-from openai_server import ChatServer, FaultPlan
-from test_backend_collect import KEY, KEY_ENV, Playbook, write_config
+from helpers.openai_server import ChatServer, FaultPlan
+from helpers.playbook import KEY, KEY_ENV, Playbook, write_config
 
 from castdata.config import CollectConfig
 from castdata.models.scripted import MISTAKE_KINDS
-from castdata.rollout.collect import Progress, collect, collect_async
-from castdata.rollout.store import read_trajectories
+from castdata.rollout.collect import collect, collect_async
+from castdata.rollout.runner import Progress
+from castdata.rundir import read_trajectories
 
 ray = pytest.importorskip("ray")
 
@@ -92,7 +93,7 @@ def test_four_workers_give_the_records_of_a_local_run(tmp_path: Path) -> None:
         demo(tmp_path / "ray", **FOUR_WORKERS, episodes_per_task_batch=5), tmp_path / "ray", show_progress=False
     )
     collect(demo(tmp_path / "local"), tmp_path / "local", show_progress=False)
-    assert manifest["counts"] == {"planned": 48, "ran_now": 48, "finished": 48, "infrastructure_errors": 0}
+    assert manifest.counts == {"planned": 48, "ran_now": 48, "finished": 48, "infrastructure_errors": 0}
     assert comparable(tmp_path / "ray") == comparable(tmp_path / "local")
     assert {r.outcome.reward for r in read_trajectories(tmp_path / "ray")} == {0.0, 1.0}
     written = keys(lines(tmp_path / "ray"))
@@ -101,18 +102,18 @@ def test_four_workers_give_the_records_of_a_local_run(tmp_path: Path) -> None:
     assert len(files) == 10 and all(".unit-" in name for name in files)  # 2 domains x 24 episodes in units of 5
 
     again = collect(demo(tmp_path / "ray", **FOUR_WORKERS), tmp_path / "ray", show_progress=False)
-    assert again["counts"]["ran_now"] == 0
+    assert again.counts["ran_now"] == 0
     assert {path.name for path in (tmp_path / "ray" / "trajectories").glob("*.jsonl")} == files
     resumed = collect(demo(tmp_path / "local", **FOUR_WORKERS), tmp_path / "local", show_progress=False)
-    assert resumed["counts"]["ran_now"] == 0  # a local run resumes on Ray: the executor is not part of the config
+    assert resumed.counts["ran_now"] == 0  # a local run resumes on Ray: the executor is not part of the config
     assert time.perf_counter() - started < 60
 
 
 def test_url_run_directory(tmp_path: Path) -> None:
     url = f"file://{tmp_path}/run"
     manifest = collect(demo(url, **FOUR_WORKERS, episodes_per_task_batch=8), url, show_progress=False)
-    assert manifest["counts"] == {"planned": 48, "ran_now": 48, "finished": 48, "infrastructure_errors": 0}
-    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["counts"] == manifest["counts"]
+    assert manifest.counts == {"planned": 48, "ran_now": 48, "finished": 48, "infrastructure_errors": 0}
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["counts"] == manifest.counts
     collect(demo(tmp_path / "local"), tmp_path / "local", show_progress=False)
     assert comparable(tmp_path / "run") == comparable(tmp_path / "local")
 
@@ -172,5 +173,5 @@ def test_endpoint_limit_holds_across_workers(tmp_path: Path, playbook: Playbook)
         for role in ("agent", "user"):
             getattr(config, role).max_concurrency = 8
         manifest = collect(config, tmp_path / "run", show_progress=False)
-        assert manifest["counts"]["finished"] == 32
+        assert manifest.counts["finished"] == 32
         assert server.stats.max_in_flight == 8  # 4 workers x 8 episodes want up to 32 requests at once

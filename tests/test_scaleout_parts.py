@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from openai_server import ChatServer, FaultPlan
-from test_backend_openai import ASK, KEY_ENV, run, spec_for, weather
+from helpers.openai_calls import ASK, KEY_ENV, run, spec_for, weather
+from helpers.openai_server import ChatServer, FaultPlan
 from typer.testing import CliRunner
 
 from castdata.cli import app
-from castdata.config import CollectConfig, ConfigError, load_config
+from castdata.config import CollectConfig, load_config
+from castdata.errors import ConfigError
+from castdata.rundir import RunDir, RunManifest
 from castdata.scale.dispatch import Dispatcher
-from castdata.scale.location import RunLocation
 from castdata.scale.permits import PermitBroker, endpoint_limits
 from castdata.scale.units import plan_units
 
@@ -153,7 +154,7 @@ def test_requests_go_to_the_endpoint_with_fewest_outstanding(monkeypatch: pytest
 
 
 def test_url_run_dir_writes_each_attempt_whole() -> None:
-    location = RunLocation("memory://scaleout-test/run")
+    location = RunDir("memory://scaleout-test/run")
     sink = location.sink("retail.test.unit-x-00000-1.jsonl")
     sink.write(record_line(0))
     sink.write(record_line(1, "infrastructure_error"))
@@ -161,12 +162,12 @@ def test_url_run_dir_writes_each_attempt_whole() -> None:
     sink.close()
     assert location.recorded() == {("retail", "test", 0, 0): True, ("retail", "test", 1, 0): False}
     assert location.finished_keys() == {("retail", "test", 0, 0)}
-    location.write_manifest({"counts": {}})
-    assert location.read_manifest() == {"counts": {}}
+    location.write_manifest(RunManifest(counts={"finished": 1}))
+    assert location.manifest().to_dict() == {"schema": "castdata.run/1", "counts": {"finished": 1}}
 
 
 def test_path_run_dir_skips_and_repairs_a_torn_tail(tmp_path: Path) -> None:
-    location = RunLocation(tmp_path / "run")
+    location = RunDir(tmp_path / "run")
     sink = location.sink("retail.test.unit-x-00000-1.jsonl")
     sink.write(record_line(0))
     sink.close()

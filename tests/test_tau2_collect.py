@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from openai_server import ChatServer
-from tau2_helpers import needs_tau2
+from helpers.openai_server import ChatServer
+from helpers.tau2 import needs_tau2
 
 from castdata.config import CollectConfig
 from castdata.envs import load_domain
@@ -18,7 +18,7 @@ from castdata.models.base import EpisodeContext
 from castdata.models.openai_backend import OpenAIBackend
 from castdata.models.spec import ModelSpec
 from castdata.rollout.collect import collect
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
 
 pytestmark = needs_tau2
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
-from tau2_helpers import needs_tau2, run_in_castdata
+from helpers.tau2 import needs_tau2, run_in_castdata
 
 from castdata.envs import load_domain
 from castdata.envs.catalog import TAU2_DOMAINS

@@ -7,13 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tau2_helpers import needs_tau2, run_in_castdata
+from helpers.tau2 import needs_tau2, run_in_castdata
 
 from castdata.envs import load_domain
 from castdata.envs.known_issues import perturbed_write
 from castdata.envs.tau2_reference import simulation
 from castdata.report import summarize
-from castdata.rollout.store import read_trajectories
+from castdata.rundir import read_trajectories
 
 pytestmark = needs_tau2
 

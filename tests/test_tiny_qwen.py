@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 chat_template_utils = pytest.importorskip("trl.chat_template_utils")
 
-from tiny_qwen import MARKUP_TOKENS, QWEN3_CHAT_TEMPLATE_PATH, build_tiny_qwen3  # noqa: E402
+from helpers.tiny_qwen import MARKUP_TOKENS, QWEN3_CHAT_TEMPLATE_PATH, build_tiny_qwen3  # noqa: E402
 
 TOOLS = [
     {

@@ -20,10 +20,10 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
-from build_helpers import ROOT
+from helpers.build import ROOT
 
 from castdata.builders.features import CONFIGS
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.train import smoke
 from castdata.train.model import training_args
 from castdata.train.recipe import load_recipe

@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from build_helpers import demo_config, labelled_run
+from helpers.build import demo_config, labelled_run
 from typer.testing import CliRunner
 
 from castdata.cli import app
-from castdata.label.run import label_file, read_labels
-from castdata.rollout.store import read_trajectories, trajectory_file
+from castdata.label.run import read_labels
+from castdata.rundir import RunDir, read_trajectories
 from castdata.view import write_view
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -95,8 +95,8 @@ def run(tmp_path_factory) -> Path:
         if record["trajectory_id"] == FLAGGED:
             record["user_fault"] = True
 
-    _edit_jsonl(trajectory_file(root, "retail", "test"), plant_trajectory)
-    _edit_jsonl(label_file(root, "retail", "test"), plant_label)
+    _edit_jsonl(RunDir(root).trajectory_file("retail", "test"), plant_trajectory)
+    _edit_jsonl(RunDir(root).label_file("retail", "test"), plant_label)
     return root
 
 

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from castdata import __version__
 from castdata.builders import critic, plots, revisions, stats
 from castdata.builders.balance import balance_shards
 from castdata.builders.card import CARD, render_card
@@ -31,6 +30,8 @@ from castdata.builders.writer import ConfigWriter
 from castdata.errors import InputError
 from castdata.label.policy import Clause
 from castdata.records import Trajectory
+from castdata.rundir import RunManifest
+from castdata.version import __version__
 
 MANIFEST = "castdata.json"
 DATASET_SCHEMA = "castdata.dataset/1"
@@ -163,7 +164,7 @@ def _manifest(
     card_stats: dict,
     options: BuildOptions,
     run_dirs: list[Path],
-    run_manifests: list[dict],
+    run_manifests: list[RunManifest],
     models: list[dict],
 ) -> dict:
     """`castdata.json`: configs and their files, the card's statistics, build options, runs, models, file hashes."""
@@ -182,7 +183,7 @@ def _manifest(
         "license": options.license,
         "versions": {
             "castdata": __version__,
-            "tau_trait": sorted({m.get("versions", {}).get("tau_trait", "unknown") for m in run_manifests}),
+            "tau_trait": sorted({m.versions.get("tau_trait", "unknown") for m in run_manifests}),
         },
         "build": options.model_dump(mode="json", exclude={"out"}),
         "configs": {
@@ -199,13 +200,13 @@ def _manifest(
         "runs": [
             {
                 "name": run_dir.name,
-                **{key: m.get(key) for key in ("config", "config_fingerprint", "versions", "counts", "import")},
+                **{key: written.get(key) for key in ("config", "config_fingerprint", "versions", "counts", "import")},
                 "sources": [
-                    {k: src[k] for k in ("name", "sha256", "entries", "imported")} for src in m.get("sources", [])
+                    {k: src[k] for k in ("name", "sha256", "entries", "imported")} for src in written.get("sources", [])
                 ],
                 "label_stats": read_label_stats(run_dir),
             }
-            for run_dir, m in zip(run_dirs, run_manifests)
+            for run_dir, written in ((run_dir, m.to_dict()) for run_dir, m in zip(run_dirs, run_manifests))
         ],
         "files": {path: file_digest(root / path) for path in every_file},
     }

@@ -11,8 +11,8 @@ from typing import Any
 
 from castdata.envs import RESPOND
 from castdata.label.policy import Clause
-from castdata.label.visible import visible_content
 from castdata.records import Action, Trajectory
+from castdata.visible import visible_content
 
 Message = dict[str, Any]
 

@@ -26,12 +26,11 @@ from castdata.builders import critic
 from castdata.builders.policy import critique_reasoning, sft_row
 from castdata.builders.render import describe
 from castdata.builders.source import Episode
-from castdata.critic.model import parse_critique
 from castdata.label.interceptions import InterceptionLabel
 from castdata.label.policy import clause_table
-from castdata.label.schema import Label
+from castdata.label.schema import Label, structured_critique
 from castdata.label.verify import grounding_problems
-from castdata.label.visible import View
+from castdata.visible import View
 
 
 def confirmed(episode: Episode) -> Iterator[InterceptionLabel]:
@@ -43,7 +42,7 @@ def confirmed(episode: Episode) -> Iterator[InterceptionLabel]:
 def draft_critique(episode: Episode, record: InterceptionLabel) -> Label:
     """The critique of the rejected draft as a label: the critic's own when it is structured and grounded, else the
     hindsight one."""
-    structured = parse_critique(record.critique).structured
+    structured = structured_critique(record.critique)
     reference = record.proposal
     if structured is None:
         return reference

@@ -1,7 +1,7 @@
 """Reading labelled runs for the builders: episodes one at a time, each with its labels.
 
-Episodes are streamed as `castdata.rollout.store` reads them (each episode's latest record, whichever file
-holds it); the labels of one `{domain}.{split}` file are held as raw lines until their episode comes by.
+Episodes are streamed as `castdata.rundir` reads them (each episode's latest record, whichever file holds it);
+the labels of one `{domain}.{split}` file are held as raw lines until their episode comes by.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ from pathlib import Path
 
 from castdata.builders.splits import task_key
 from castdata.errors import InputError
-from castdata.label.interceptions import InterceptionLabel, interception_file
+from castdata.label.interceptions import InterceptionLabel
 from castdata.label.policy import Clause
-from castdata.label.run import CLAUSES_FILE, LABELS, STATS_FILE, label_file
 from castdata.label.schema import Label
 from castdata.records import Trajectory
-from castdata.rollout.store import MANIFEST, iter_trajectories
+from castdata.rundir import RunDir, RunManifest, parse_line
 
 
 @dataclass
@@ -58,86 +57,58 @@ class Episode:
         return [label for label in self.labels.values() if not label.after_first_error]
 
 
-def read_manifest(run_dir: Path) -> dict:
-    """The run's `manifest.json`; InputError when `run_dir` is not a run directory."""
-    path = run_dir / MANIFEST
-    if not path.is_file():
-        raise InputError(f"{run_dir}: not a run directory (no {MANIFEST}; make one with `castdata collect`)")
-    return json.loads(path.read_text())
+def read_manifest(run_dir: Path) -> RunManifest:
+    """The run's manifest; InputError when `run_dir` is not a run directory."""
+    return RunDir(run_dir).require_manifest()
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with path.open("r", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                yield number, line
-
-
-def _head(path: Path, number: int, line: str) -> dict:
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path}:{number}: not JSON: {err}") from None
-
-
-def _parse(model: type, path: Path, number: int, line: str):
-    try:
-        return model.model_validate_json(line)
-    except ValueError as err:
-        raise InputError(f"{path}:{number}: not a {model.__name__} record: {str(err).splitlines()[0]}") from None
-
-
-def _labels_by_episode(path: Path) -> dict[str, dict[int, tuple[int, str]]]:
-    """Label lines (number, text) of one file by trajectory id and step; a later line for the same step wins."""
-    found: dict[str, dict[int, tuple[int, str]]] = {}
-    if path.exists():
-        for number, line in _lines(path):
-            head = _head(path, number, line)
-            found.setdefault(head["trajectory_id"], {})[head["step"]] = (number, line)
+def _labels_by_episode(run_dir: RunDir, domain: str, split: str) -> dict[str, dict[int, tuple[str, int, str]]]:
+    """Label lines (file, number, text) of one domain/split by trajectory id and step; a later line for the same
+    step wins."""
+    found: dict[str, dict[int, tuple[str, int, str]]] = {}
+    for path, number, line in run_dir.label_lines(domain, split):
+        try:
+            head = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(f"{path}:{number}: not JSON: {err}") from None
+        found.setdefault(head["trajectory_id"], {})[head["step"]] = (path, number, line)
     return found
 
 
-def read_interception_labels(run_dir: Path, domain: str, split: str) -> dict[str, list[InterceptionLabel]]:
+def read_interception_labels(run_dir: Path | RunDir, domain: str, split: str) -> dict[str, list[InterceptionLabel]]:
     """The hindsight verdicts on the interceptions of one domain/split, by trajectory id (none without a critic)."""
-    path = interception_file(run_dir / LABELS, domain, split)
+    run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
     found: dict[str, list[InterceptionLabel]] = {}
-    if path.is_file():
-        for number, line in _lines(path):
-            record = _parse(InterceptionLabel, path, number, line)
-            found.setdefault(record.trajectory_id, []).append(record)
+    for path, number, line in run.interception_lines(domain, split):
+        record = parse_line(InterceptionLabel, path, number, line)
+        found.setdefault(record.trajectory_id, []).append(record)
     return found
 
 
 def iter_episodes(run_dir: Path) -> Iterator[Episode]:
-    """Every episode of a run (its latest record, read as `castdata.rollout.store` reads it) with its labels and
-    the verdicts on its interceptions."""
-    where, labels, label_path, intercepted = None, {}, None, {}
-    for trajectory in iter_trajectories(run_dir):
+    """Every episode of a run (its latest record, read as `castdata.rundir` reads it) with its labels and the
+    verdicts on its interceptions."""
+    run = RunDir(run_dir)
+    where, labels, intercepted = None, {}, {}
+    for trajectory in run.iter_trajectories():
         if (trajectory.domain, trajectory.split) != where:
             where = (trajectory.domain, trajectory.split)
-            label_path = label_file(run_dir, *where)
-            labels = _labels_by_episode(label_path)
-            intercepted = read_interception_labels(run_dir, *where)
+            labels = _labels_by_episode(run, *where)
+            intercepted = read_interception_labels(run, *where)
         raw = labels.get(trajectory.id)
-        parsed = None if raw is None else {step: _parse(Label, label_path, *raw[step]) for step in sorted(raw)}
-        yield Episode(run_dir.name, trajectory, parsed, intercepted.get(trajectory.id, []))
+        parsed = None if raw is None else {step: parse_line(Label, *raw[step]) for step in sorted(raw)}
+        yield Episode(Path(run_dir).name, trajectory, parsed, intercepted.get(trajectory.id, []))
 
 
 def read_clauses(run_dir: Path) -> dict[str, list[Clause]]:
     """The labeler's policy clause table of a run, by domain, in policy order."""
-    path = run_dir / LABELS / CLAUSES_FILE
-    if not path.is_file():
-        raise InputError(f"{run_dir}: no {LABELS}/{CLAUSES_FILE}; label the run first (`castdata label {run_dir}`)")
     clauses: dict[str, list[Clause]] = {}
-    for number, line in _lines(path):
-        clause = _parse(Clause, path, number, line)
+    for path, number, line in RunDir(run_dir).clause_lines():
+        clause = parse_line(Clause, path, number, line)
         clauses.setdefault(clause.domain, []).append(clause)
     return clauses
 
 
 def read_label_stats(run_dir: Path) -> dict | None:
     """The labeler's statistics of a run (`labels/stats.json`, without its local path), if any."""
-    path = run_dir / LABELS / STATS_FILE
-    if not path.is_file():
-        return None
-    return {key: value for key, value in json.loads(path.read_text()).items() if key != "run_dir"}
+    return RunDir(run_dir).label_stats()

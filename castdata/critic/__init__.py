@@ -18,7 +18,7 @@ def open_critic(spec: ModelSpec, where: str = "critic") -> Critic:
     """`backend: scripted, model: replay-critic` is the privileged stand-in; any other spec is a critic model,
     rendered as `critic_sft` rows are (its `chat_template_kwargs` default to the rows' own). A bad spec is a
     `ConfigError` naming `where` (its place in the config)."""
-    from castdata.config import ConfigError
+    from castdata.errors import ConfigError
 
     if spec.backend == "scripted":
         if spec.model != REPLAY_CRITIC:

@@ -25,18 +25,17 @@ from castdata.builders.options import BuildOptions
 from castdata.builders.render import emitted
 from castdata.builders.source import Episode, iter_episodes
 from castdata.builders.splits import split_of
-from castdata.config import ConfigError
 from castdata.critic.guard import Critic, Critique
 from castdata.envs import load_domain
-from castdata.errors import InputError
+from castdata.errors import ConfigError, InputError
 from castdata.hub.local import local_split
 from castdata.label.policy import clause_table
 from castdata.label.schema import Label
 from castdata.label.verify import grounding_problems
-from castdata.label.visible import View
 from castdata.models.base import EpisodeContext
 from castdata.records import Trajectory
-from castdata.rollout.store import MANIFEST as RUN_MANIFEST
+from castdata.rundir import is_run_dir
+from castdata.visible import View
 
 
 @dataclass
@@ -51,7 +50,7 @@ class Judged:
 def labelled_episodes(data: Path, split: str) -> Iterator[Episode]:
     """The episodes of one split of a dataset folder, or those of a labelled run directory that `castdata build`
     (default options) puts in that split."""
-    if (data / RUN_MANIFEST).is_file():
+    if is_run_dir(data):
         fraction = BuildOptions().validation_fraction
         return (
             e

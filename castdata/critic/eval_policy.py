@@ -15,7 +15,7 @@ from pydantic import model_validator
 from castdata.config import CollectConfig
 from castdata.report import summarize
 from castdata.rollout.collect import collect
-from castdata.rollout.store import read_trajectories, write_json
+from castdata.rundir import read_trajectories, write_json
 
 ARMS = ("without_critic", "with_critic")
 REPORT = "eval.json"

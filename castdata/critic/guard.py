@@ -2,7 +2,7 @@
 
 `GuardedBackend` wraps an agent backend. Its sessions pass each proposal the guard covers to the critic; on an
 `invalid` verdict the agent is asked again with the proposal and the critique as feedback
-(`castdata.critic.feedback`), at most `max_revisions` times, after which the last proposal executes as it is.
+(`castdata.models.feedback`), at most `max_revisions` times, after which the last proposal executes as it is.
 Only the accepted reply reaches the episode loop, so the database never sees an intercepted action; each
 interception is recorded in the trajectory (`Trajectory.interceptions`, collected by the episode loop), and so is
 every judgement with its usage (`Trajectory.critic_calls`). An unusable answer (no verdict) sends nothing back: the
@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from castdata.critic.feedback import feedback_messages
 from castdata.models.base import AgentSession, Backend, EpisodeContext, Reply, UserSession
+from castdata.models.feedback import feedback_messages
 from castdata.records import CriticCall, Interception, Usage
 
 if TYPE_CHECKING:
-    from castdata.critic.model import CritiqueJSON
+    from castdata.label.schema import CritiqueJSON
 
 Scope = Literal["writes", "all"]
 

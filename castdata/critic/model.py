@@ -6,48 +6,24 @@ with the structured critique as JSON, `verdict` last; the JSON schema is passed 
 
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
-from typing import Any, Literal
-
-from pydantic import BaseModel, ValidationError
+from typing import Any
 
 from castdata.builders import critic as critic_rows
 from castdata.builders.render import context_block
 from castdata.critic.guard import Critique
 from castdata.label.policy import clause_table
-from castdata.label.schema import CATEGORIES, Evidence, PolicyRef, Rationale
+from castdata.label.schema import critique_schema, structured_critique
 from castdata.models.base import Backend, EpisodeContext
-from castdata.records import Action, MessageMeta
-
-
-class CritiqueJSON(BaseModel):
-    """The critique a critic writes (the assistant turn of a `critic_sft` row)."""
-
-    categories: list[str]
-    severity: Literal["critical", "minor", "none"]
-    policy_refs: list[PolicyRef]
-    evidence: list[Evidence]
-    rationale: Rationale
-    expected_action: Action | None
-    verdict: Literal["valid", "invalid"]
-
-
-def critique_schema() -> dict[str, Any]:
-    """The JSON schema a critic's answer follows (categories limited to the taxonomy)."""
-    schema = CritiqueJSON.model_json_schema()
-    schema["properties"]["categories"]["items"] = {"type": "string", "enum": list(CATEGORIES)}
-    return schema
+from castdata.records import MessageMeta
 
 
 def parse_critique(text: str) -> Critique:
     """A critic's answer as a Critique; verdict None when it holds no valid critique object."""
-    start, end = text.find("{"), text.rfind("}")
-    try:
-        structured = CritiqueJSON.model_validate(json.loads(text[start : end + 1]))
-    except (ValueError, ValidationError):
+    structured = structured_critique(text)
+    if structured is None:
         return Critique(verdict=None, text=text)
-    return Critique(verdict=structured.verdict, text=text[start : end + 1], structured=structured)
+    return Critique(verdict=structured.verdict, text=text[text.find("{") : text.rfind("}") + 1], structured=structured)
 
 
 class ModelCritic:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from castdata.envs.catalog import CATALOG, DOMAINS, SPLITS, DomainCatalog
+from castdata.envs.catalog import CATALOG, SPLITS, DomainCatalog
 from castdata.envs.clock import episode_clock, fix_clock
 from castdata.envs.database import BaseDatabase, EpisodeDatabase, same_state
 from castdata.envs.tau_import import import_domain_module
@@ -232,15 +232,3 @@ def _find_key(record: Any, key: str) -> Any:
             if found is not None:
                 return found
     return None
-
-
-@functools.cache
-def load_domain(name: str) -> Domain:
-    """The domain `name`, loaded once per process (a `tau2-*` name imports tau2-bench, only then)."""
-    if name not in DOMAINS:
-        raise UnknownName(f"domains: unknown domain '{name}'; allowed: {', '.join(DOMAINS)}")
-    if name.startswith("tau2-"):
-        from castdata.envs.tau2_domain import Tau2Domain
-
-        return Tau2Domain(name)
-    return Domain(name)

@@ -11,7 +11,8 @@ import random
 from dataclasses import dataclass
 
 from castdata.envs.clock import episode_clock
-from castdata.envs.domain import RESPOND, Domain, Task, load_domain
+from castdata.envs.domain import RESPOND, Domain, Task
+from castdata.envs.load import load_domain
 from castdata.records import Action
 
 # Tasks whose gold replay tau-trait's own `calculate_reward` scores 0 (checked in tests/test_envs.py).
@@ -70,7 +71,7 @@ def perturbed_write(domain: Domain, task: Task) -> list[Action] | None:
     that leaves a different database (some arguments are ignored, e.g. a payment id when nothing is charged);
     None if the gold solution has no such write."""
     from castdata.envs.database import same_state
-    from castdata.models.scripted import perturb_arguments
+    from castdata.envs.perturb import perturb_arguments
 
     gold = [a for a in task.actions if a.name != RESPOND and domain.tool_kind(a.name) != "transfer"]
     visible = "\n".join(r.observation for _, _, r in _replay_with_results(domain, task))

@@ -8,7 +8,7 @@ episode whose replay does not reproduce is kept, with `outcome.excluded` naming 
 it counts for neither pass^k nor training. A tau2 message with several tool calls becomes that many agent turns,
 each followed by its result; the user's own calls go to `user_tool_calls`, never to `messages`.
 
-Records go through the run store (`trajectories/{domain}.{split}.jsonl`); `imported` (the import mark every
+Records go through `castdata.rundir` (`trajectories/{domain}.{split}.jsonl`); `imported` (the import mark every
 importer writes) keeps the file, its sha256, the tau2 simulation id and the claimed reward. Importing the same simulation again adds nothing; another simulation of
 the same task takes the next free trial number.
 """
@@ -24,22 +24,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from castdata import __version__
 from castdata.envs import load_domain
 from castdata.envs.tau2_domain import Tau2Domain
 from castdata.envs.tau2_import import tau2_module, tau2_version
 from castdata.errors import InputError, RunDirConflict
 from castdata.models.spec import ModelSpec
 from castdata.records import ImportMark, MessageMeta, Outcome, Privileged, Trajectory, UserToolCall, episode_id
-from castdata.rollout.store import (
-    MANIFEST,
-    TRAJECTORIES,
-    RecordWriter,
-    finished_keys,
-    iter_trajectories,
-    trajectory_file,
-    write_json,
-)
+from castdata.rundir import RecordWriter, RunDir, RunManifest
+from castdata.version import __version__
 
 IMPORT_FORMAT = "tau2"
 TERMINATIONS = {
@@ -56,8 +48,9 @@ TERMINATIONS = {
 def import_tau2(files: list[Path], out: Path) -> dict:
     """Import tau2 `results.json` files into the run directory `out`; returns the manifest (with counts)."""
     results_model = tau2_module("data_model.simulation").Results
-    previous = _previous_manifest(out)
-    existing = list(iter_trajectories(out)) if (out / TRAJECTORIES).exists() else []
+    run = RunDir(out)
+    previous = _previous_manifest(run)
+    existing = list(run.iter_trajectories())
     seen = {t.imported.source_id for t in existing if t.imported is not None}
     trials = Counter((t.domain, t.split, t.task_id) for t in existing)
     counts: Counter = Counter()
@@ -92,13 +85,13 @@ def import_tau2(files: list[Path], out: Path) -> dict:
                 record = trajectory(domain, task, simulation, trials[key], agent, user, mark)
                 trials[key] += 1
                 seen.add(simulation.id)
-                writer.append(trajectory_file(out, domain.name, task.split), record.to_json())
+                writer.append(run.trajectory_file(domain.name, task.split), record.to_json())
                 counts["imported"] += 1
                 counts["not_reproduced"] += record.outcome.excluded is not None
     finally:
         writer.close()
-    manifest = _manifest(out, previous, files, counts)
-    write_json(out / MANIFEST, manifest)
+    manifest = _manifest(run, previous, files, counts)
+    run.write_manifest(RunManifest.model_validate(manifest))
     return manifest
 
 
@@ -224,18 +217,18 @@ def _spec(info: Any) -> ModelSpec:
     return ModelSpec(backend="openai", model=info.llm or info.implementation)
 
 
-def _previous_manifest(out: Path) -> dict:
-    path = out / MANIFEST
-    previous = json.loads(path.read_text()) if path.is_file() else {}
-    if previous and previous.get("config", {}).get("import") != IMPORT_FORMAT:
-        raise RunDirConflict(f"{out}: holds a run that was not imported from tau2; import into another --out")
+def _previous_manifest(run: RunDir) -> dict:
+    manifest = run.manifest()
+    previous = manifest.to_dict() if manifest is not None else {}
+    if previous and (previous.get("config") or {}).get("import") != IMPORT_FORMAT:
+        raise RunDirConflict(f"{run.where}: holds a run that was not imported from tau2; import into another --out")
     return previous
 
 
-def _manifest(out: Path, previous: dict, files: list[Path], counts: Counter) -> dict:
+def _manifest(run: RunDir, previous: dict, files: list[Path], counts: Counter) -> dict:
     """collect's manifest shape; `config` names the imported files and, as a collect config does, what the run holds
     (domains, splits, trials; tasks `imported`, no seed)."""
-    keys = {t.key for t in iter_trajectories(out)} if (out / TRAJECTORIES).exists() else set()
+    keys = {t.key for t in run.iter_trajectories()}
     config = {
         "import": IMPORT_FORMAT,
         "files": sorted(set(previous.get("config", {}).get("files", [])) | {str(Path(f)) for f in files}),
@@ -254,5 +247,5 @@ def _manifest(out: Path, previous: dict, files: list[Path], counts: Counter) -> 
         "started_at": previous.get("started_at", now),
         "ended_at": now,
         "counts": {key: counts[key] for key in ("imported", "already_imported", "not_reproduced", "unknown_task")}
-        | {"finished": len(finished_keys(out))},
+        | {"finished": len(run.finished_keys())},
     }

@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from castdata import __version__
 from castdata.envs import Domain, Task, load_domain
 from castdata.envs.reproduce import EXCERPT, Reproduction, replay_transcript
 from castdata.envs.tau_import import tau_trait_version
 from castdata.errors import InputError, RunDirConflict
 from castdata.models.spec import ModelSpec
 from castdata.records import Action, ImportMark, MessageMeta, Mismatch, Outcome, Privileged, Trajectory, episode_id
-from castdata.rollout.store import MANIFEST, RecordWriter, iter_trajectories, repair, trajectory_file, write_json
+from castdata.rundir import RecordWriter, RunDir, RunManifest
+from castdata.version import __version__
 
 FORMAT = "tau-bench"
 STOP, TRANSFER = "###STOP###", "###TRANSFER###"
@@ -270,14 +270,14 @@ def _refusal(entry: Any) -> str | None:
     return None
 
 
-def _existing(out: Path) -> dict[tuple, ImportMark | None]:
+def _existing(run: RunDir) -> dict[tuple, ImportMark | None]:
     """The episodes a run directory already holds, by key, with their import marks."""
-    return {t.key: t.imported for t in iter_trajectories(out)} if (out / "trajectories").is_dir() else {}
+    return {t.key: t.imported for t in run.iter_trajectories()}
 
 
-def _manifest(out: Path, domain: str, split: str, agent: ModelSpec, user: ModelSpec) -> dict[str, Any]:
-    path = out / MANIFEST
-    if not path.exists():
+def _manifest(run: RunDir, domain: str, split: str, agent: ModelSpec, user: ModelSpec) -> dict[str, Any]:
+    manifest = run.manifest()
+    if manifest is None:
         return {
             "schema": "castdata.run/1",
             "import": {"format": FORMAT, "domain": domain, "split": split},
@@ -289,9 +289,9 @@ def _manifest(out: Path, domain: str, split: str, agent: ModelSpec, user: ModelS
             "extra_tools": [],
             "not_reproduced": [],
         }
-    manifest = json.loads(path.read_text())
+    manifest = manifest.to_dict()
     if "import" not in manifest:
-        raise RunDirConflict(f"{out}: holds a collected run; import into another --out")
+        raise RunDirConflict(f"{run.where}: holds a collected run; import into another --out")
     return manifest
 
 
@@ -310,10 +310,10 @@ def import_tau_bench(
     agent = ModelSpec(backend="openai", model=agent_model or "unknown")
     user = ModelSpec(backend="openai", model=user_model or "unknown")
     entries = [(path, read_results(path)) for path in files]  # every file parses before anything is written
-    manifest = _manifest(out, domain_name, split, agent, user)
-    for path in (out / "trajectories").glob("*.jsonl"):
-        repair(path)
-    existing, summary, writer = _existing(out), ImportSummary(), RecordWriter()
+    run = RunDir(out)
+    manifest = _manifest(run, domain_name, split, agent, user)
+    run.repair()
+    existing, summary, writer = _existing(run), ImportSummary(), RecordWriter()
     try:
         for path, results in entries:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -352,7 +352,7 @@ def import_tau_bench(
                     )
                     previous = existing.get(record.key, False)
                     if previous is False:
-                        writer.append(trajectory_file(out, domain_name, split), record.to_json())
+                        writer.append(run.trajectory_file(domain_name, split), record.to_json())
                         existing[record.key] = record.imported
                         source["imported"] += 1
                         continue
@@ -371,7 +371,7 @@ def import_tau_bench(
     finally:
         writer.close()
     _merge(manifest, summary)
-    records = list(iter_trajectories(out)) if (out / "trajectories").is_dir() else []
+    records = list(run.iter_trajectories())
     manifest["counts"] = {
         "episodes": len(records),
         "reproduced": sum(1 for r in records if r.imported and r.imported.reproduced),
@@ -384,7 +384,7 @@ def import_tau_bench(
         "tau_trait": tau_trait_version(),
         "python": platform.python_version(),
     }
-    write_json(out / MANIFEST, manifest)
+    run.write_manifest(RunManifest.model_validate(manifest))
     return manifest
 
 

@@ -44,8 +44,8 @@ from castdata.label.attribution import (
 from castdata.label.findings import Finding
 from castdata.label.policy_rules import cancellation
 from castdata.label.rules import is_confirmation
-from castdata.label.visible import said_by_user
 from castdata.records import Action, Trajectory
+from castdata.visible import said_by_user
 
 STOP = "###STOP###"
 _PAYMENT_KEYS = ("payment_method_id", "payment_id", "payment_methods")

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,15 +27,14 @@ from castdata.label.policy import clause_table
 from castdata.label.rationale import programmatic_labels
 from castdata.label.schema import Label
 from castdata.label.verify import verify
-from castdata.label.visible import View
 from castdata.models import open_backend
 from castdata.models.base import Backend, EpisodeContext, Reply, ToolCall
 from castdata.models.scripted import NoisyOracleAgent
 from castdata.models.spec import ModelSpec
 from castdata.records import Action, Interception, Trajectory
 from castdata.rollout.episode import run_episode
+from castdata.visible import View
 
-INTERCEPTIONS = "interceptions"  # the folder under `labels/`
 INTERCEPTION_SCHEMA = "castdata.interception_label/1"
 MAX_STEPS = 30  # agent turns the gold way may take after the prefix
 GOLD_WAY = ModelSpec(model="noisy-oracle")  # the counterfactual episodes' agent: the proposal, then the gold way
@@ -206,39 +203,25 @@ def judged(trajectory: Trajectory) -> bool:
     return trajectory.outcome.termination_reason not in SKIPPED_TERMINATIONS and trajectory.counts_for_pass_k
 
 
-def interception_file(labels_dir: Path, domain: str, split: str) -> Path:
-    """Where the interception labels of a domain/split go."""
-    return labels_dir / INTERCEPTIONS / f"{domain}.{split}.jsonl"
-
-
-def label_interceptions(trajectories: list[Trajectory], labels_dir: Path) -> dict:
-    """Judge every interception of `trajectories` into `labels_dir/interceptions/`; returns their statistics."""
+def label_interceptions(trajectories: list[Trajectory]) -> tuple[dict[tuple[str, str], list[InterceptionLabel]], dict]:
+    """Judge every interception of `trajectories`: the verdicts by (domain, split), and their statistics."""
     labeler = InterceptionLabeler()
-    found: dict[Path, list[InterceptionLabel]] = {}
+    found: dict[tuple[str, str], list[InterceptionLabel]] = {}
 
     async def main() -> None:
         try:
             for trajectory in trajectories:
                 if not judged(trajectory):
                     continue
-                path = interception_file(labels_dir, trajectory.domain, trajectory.split)
+                where = (trajectory.domain, trajectory.split)
                 for interception in trajectory.interceptions:
-                    found.setdefault(path, []).append(await labeler.label(trajectory, interception))
+                    found.setdefault(where, []).append(await labeler.label(trajectory, interception))
         finally:
             await labeler.aclose()
 
     asyncio.run(main())
-    folder = labels_dir / INTERCEPTIONS
-    for stale in folder.glob("*.jsonl"):
-        if stale not in found:
-            stale.unlink()
-    for path, records in found.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text("".join(record.to_json() + "\n" for record in records), encoding="utf-8")
-        os.replace(tmp, path)
     every = [record for records in found.values() for record in records]
-    return {
+    return found, {
         "total": len(every),
         "proposals": dict(Counter(r.verdict("proposal") or "none" for r in every)),
         "revisions": dict(Counter(r.verdict("revision") or "none" for r in every)),

@@ -27,8 +27,8 @@ from castdata.models import open_backend
 from castdata.models.base import Backend
 from castdata.models.spec import ModelSpec
 from castdata.records import Trajectory
-from castdata.rollout.collect import episode_seed
 from castdata.rollout.episode import run_episode
+from castdata.rollout.runner import episode_seed
 
 
 class MCConfig(BaseModel):

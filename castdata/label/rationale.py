@@ -16,8 +16,8 @@ from castdata.label.findings import Finding
 from castdata.label.hindsight import EpisodeJudgement, Judgement
 from castdata.label.policy import ClauseTable, clause_table
 from castdata.label.schema import Evidence, Label, LabelSource, PolicyRef, Rationale
-from castdata.label.visible import MIN_QUOTE, View
 from castdata.records import Action
+from castdata.visible import MIN_QUOTE, View
 
 QUOTE_LIMIT = 160
 

@@ -29,8 +29,8 @@ from castdata.envs.reproduce import replay_record
 from castdata.label.acts import topic_words
 from castdata.label.findings import Finding
 from castdata.label.policy_rules import cancellation
-from castdata.label.visible import identifiers, said_by_user
 from castdata.records import Action, Trajectory
+from castdata.visible import identifiers, said_by_user
 
 NO_DATA_TOOLS = frozenset({"calculate", "think"})
 _YES = re.compile(

@@ -18,17 +18,15 @@ With a teacher or MC, `concurrency` episodes are labelled at once; labels are wr
 from __future__ import annotations
 
 import asyncio
-import os
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from castdata.config import ConfigError, PipelineConfig, load_config, one_line_error
-from castdata.errors import InputError
+from castdata.config import PipelineConfig, load_config, one_line_error
+from castdata.errors import ConfigError, InputError
 from castdata.label.hindsight import EpisodeJudgement, judge
 from castdata.label.interceptions import label_interceptions
 from castdata.label.montecarlo import MCConfig, MonteCarlo
@@ -36,17 +34,13 @@ from castdata.label.policy import clause_table
 from castdata.label.rationale import programmatic_labels
 from castdata.label.schema import Label
 from castdata.label.stats import LabelStats
-from castdata.label.teacher import CACHE, TeacherWriter
+from castdata.label.teacher import TeacherWriter
 from castdata.label.verify import verify
-from castdata.label.visible import View
 from castdata.label.writers import RationaleWriter, Written, write_verified
 from castdata.models.spec import ModelSpec
 from castdata.records import Trajectory
-from castdata.rollout.store import TRAJECTORIES, iter_trajectories, write_json
-
-LABELS = "labels"
-CLAUSES_FILE = "policy_clauses.jsonl"
-STATS_FILE = "stats.json"
+from castdata.rundir import INTERCEPTIONS, RunDir, parse_line
+from castdata.visible import View
 
 
 class LabelConfig(BaseModel):
@@ -80,38 +74,20 @@ def load_label_config(path: Path | None, overrides: Iterable[str] = ()) -> Label
         raise ConfigError(f"label.{one_line_error(err, LabelConfig)}") from None
 
 
-def label_file(run_dir: Path, domain: str, split: str) -> Path:
-    """Where the labels of a domain/split go, whichever trajectory files its episodes came from."""
-    return run_dir / LABELS / f"{domain}.{split}.jsonl"
-
-
 def read_labels(run_dir: Path) -> dict[str, list[Label]]:
     """Every label of a labelled run, by trajectory id, in step order."""
     found: dict[str, list[Label]] = {}
-    for path in sorted((run_dir / LABELS).glob("*.jsonl")):
-        if path.name == CLAUSES_FILE:
-            continue
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            try:
-                label = Label.model_validate_json(line)
-            except ValueError as err:
-                raise InputError(f"{path}:{number}: not a label record: {str(err).splitlines()[0]}") from None
-            found.setdefault(label.trajectory_id, []).append(label)
+    for path, number, line in RunDir(run_dir).label_lines():
+        label = parse_line(Label, path, number, line, "label record")
+        found.setdefault(label.trajectory_id, []).append(label)
     return {key: sorted(labels, key=lambda label: label.step) for key, labels in found.items()}
-
-
-def _check_run_dir(run_dir: Path) -> None:
-    if not run_dir.is_dir():
-        raise InputError(f"{run_dir}: no such run directory")
-    if not (run_dir / TRAJECTORIES).is_dir():
-        raise InputError(f"{run_dir}: not a run directory (no {TRAJECTORIES}/ folder)")
 
 
 _Labeled = tuple[Trajectory, EpisodeJudgement | None, list[Label], list[Written]]
 
 
 async def _label_all(
-    run_dir: Path,
+    run_dir: RunDir,
     config: LabelConfig,
     writer: RationaleWriter | None,
     stats: LabelStats,
@@ -120,7 +96,7 @@ async def _label_all(
 ) -> None:
     """Label every episode, handing `keep` each one's labels in file order."""
     teacher = (
-        TeacherWriter(config.teacher, run_dir / LABELS / CACHE)
+        TeacherWriter(config.teacher, run_dir.teacher_cache())
         if writer is None and config.teacher is not None
         else None
     )
@@ -160,7 +136,7 @@ async def _label_all(
 
     pending: deque[asyncio.Future[_Labeled]] = deque()
     try:
-        for trajectory in iter_trajectories(run_dir):
+        for trajectory in run_dir.iter_trajectories():
             pending.append(asyncio.ensure_future(one(trajectory)))
             if len(pending) >= config.concurrency:
                 count(await pending.popleft())
@@ -185,40 +161,28 @@ def label_run(
 ) -> dict:
     """Label every episode of a run into `RUN_DIR/labels/`; returns the statistics. `on_episode` is called after
     each episode (a progress display)."""
-    run_dir = Path(run_dir)
     config = config or LabelConfig()
-    _check_run_dir(run_dir)
-    out = run_dir / LABELS
-    out.mkdir(exist_ok=True)
+    run = RunDir(run_dir)
+    if not run.exists():
+        raise InputError(f"{run_dir}: no such run directory")
+    run.require()
     stats = LabelStats(str(run_dir))
-    handles: dict[Path, IO[str]] = {}
+    files = run.label_writer()
     domains: list[str] = []
 
     def keep(trajectory: Trajectory, labels: list[Label]) -> None:
-        path = label_file(run_dir, trajectory.domain, trajectory.split)
-        if path not in handles:
-            handles[path] = path.with_name(f".{path.name}.{os.getpid()}.tmp").open("w", encoding="utf-8")
-        handles[path].writelines(label.to_json() + "\n" for label in labels)
+        files.write(trajectory.domain, trajectory.split, (label.to_json() + "\n" for label in labels))
         if trajectory.domain not in domains:
             domains.append(trajectory.domain)
 
     try:
-        asyncio.run(_label_all(run_dir, config, writer, stats, keep, on_episode or (lambda: None)))
+        asyncio.run(_label_all(run, config, writer, stats, keep, on_episode or (lambda: None)))
+        verdicts, interceptions = label_interceptions([t for t in run.iter_trajectories() if t.interceptions])
+        for (domain, split), records in verdicts.items():
+            files.write(domain, split, (record.to_json() + "\n" for record in records), INTERCEPTIONS)
     except BaseException:
-        for handle in handles.values():
-            handle.close()
-            Path(handle.name).unlink(missing_ok=True)
+        files.abort()
         raise
-    for path, handle in handles.items():
-        handle.close()
-        os.replace(handle.name, path)
-    clauses_tmp = out / f".{CLAUSES_FILE}.{os.getpid()}.tmp"
-    clauses_tmp.write_text(
-        "".join(c.model_dump_json() + "\n" for name in domains for c in clause_table(name).clauses), encoding="utf-8"
-    )
-    os.replace(clauses_tmp, out / CLAUSES_FILE)
-    summary = stats.to_dict()
-    guarded = [t for t in iter_trajectories(run_dir) if t.interceptions]
-    summary["interceptions"] = label_interceptions(guarded, out)
-    write_json(out / STATS_FILE, summary)
+    summary = {**stats.to_dict(), "interceptions": interceptions}
+    files.commit((c.model_dump_json() + "\n" for name in domains for c in clause_table(name).clauses), summary)
     return summary

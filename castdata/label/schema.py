@@ -6,9 +6,10 @@ Born in `castdata.label` (hindsight labeler, optional teacher and Monte-Carlo pa
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from castdata.records import Action
 
@@ -103,3 +104,31 @@ class Label(BaseModel):
     def to_json(self) -> str:
         """One JSON line."""
         return self.model_dump_json(by_alias=True)
+
+
+class CritiqueJSON(BaseModel):
+    """The critique a critic writes (the assistant turn of a `critic_sft` row)."""
+
+    categories: list[str]
+    severity: Literal["critical", "minor", "none"]
+    policy_refs: list[PolicyRef]
+    evidence: list[Evidence]
+    rationale: Rationale
+    expected_action: Action | None
+    verdict: Literal["valid", "invalid"]
+
+
+def critique_schema() -> dict[str, Any]:
+    """The JSON schema a critic's answer follows (categories limited to the taxonomy)."""
+    schema = CritiqueJSON.model_json_schema()
+    schema["properties"]["categories"]["items"] = {"type": "string", "enum": list(CATEGORIES)}
+    return schema
+
+
+def structured_critique(text: str) -> CritiqueJSON | None:
+    """The critique object in a critic's answer (the outermost braces, any thinking around them), or None."""
+    start, end = text.find("{"), text.rfind("}")
+    try:
+        return CritiqueJSON.model_validate(json.loads(text[start : end + 1]))
+    except (ValueError, ValidationError):
+        return None

@@ -27,13 +27,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from castdata.label.schema import CATEGORIES, Evidence, Label, Rationale
 from castdata.label.verify import Rejection
-from castdata.label.visible import View
 from castdata.models import open_backend
 from castdata.models.base import Backend
 from castdata.models.spec import ModelSpec
 from castdata.records import Trajectory
+from castdata.rundir import ReplyCache
+from castdata.visible import View
 
-CACHE = Path("cache") / "teacher.jsonl"  # under RUN_DIR/labels
 _TEACHER_KEYS = {"backend", "model", "sampling", "chat_template_kwargs"}  # what shapes a reply
 _DRAFT_KEYS = {"verdict", "severity", "categories", "policy_refs", "evidence", "rationale", "expected_action"}
 
@@ -149,32 +149,6 @@ def parse(content: str, draft: Label, teacher_model: str) -> Label:
             "label_source": source,
         }
     )
-
-
-class ReplyCache:
-    """Model replies by request key, in a JSON-lines file that only grows (a line cut by a crash is ignored)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.replies: dict[str, str] = {}
-        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            self.replies[record["key"]] = record["content"]
-
-    def get(self, key: str) -> str | None:
-        """The cached reply, or None."""
-        return self.replies.get(key)
-
-    def put(self, key: str, content: str) -> None:
-        """Keep a reply (appended to the file at once)."""
-        self.replies[key] = content
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"key": key, "content": content}) + "\n")
 
 
 class TeacherWriter:

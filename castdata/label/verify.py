@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from castdata.label.policy import ClauseTable
 from castdata.label.schema import CATEGORIES, Label
-from castdata.label.visible import MIN_QUOTE, View
+from castdata.visible import MIN_QUOTE, View
 
 _SOURCE_ROLES = {"message": ("user", "assistant", "system"), "tool_result": ("tool",)}
 

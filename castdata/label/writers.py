@@ -14,8 +14,8 @@ from typing import Protocol
 from castdata.label.policy import ClauseTable
 from castdata.label.schema import Label
 from castdata.label.verify import Rejection, verify
-from castdata.label.visible import View
 from castdata.records import Trajectory
+from castdata.visible import View
 
 
 class RationaleWriter(Protocol):

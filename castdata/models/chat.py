@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.models.base import EpisodeContext, Reply
 from castdata.models.spec import ModelSpec
 from castdata.models.toolcall_parser import parse_tool_calls

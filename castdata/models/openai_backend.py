@@ -21,7 +21,7 @@ from typing import Any
 import httpx2
 import openai
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.models.base import Reply, ToolCall
 from castdata.models.chat import ChatBackend, ChatCall, wire_messages
 from castdata.models.limits import AdaptiveLimiter

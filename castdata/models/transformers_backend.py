@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.models.base import Reply
 from castdata.models.chat import ChatBackend, ChatCall
 from castdata.models.spec import ModelSpec

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.models.base import EpisodeContext, ModelOutputError, Reply, ToolCall
 from castdata.records import Usage
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.models.base import InfrastructureError, Reply
 from castdata.models.chat import ChatBackend, ChatCall, wire_messages
 from castdata.models.spec import ModelSpec

@@ -18,12 +18,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from castdata.config import CollectConfig, ConfigError
+from castdata.config import CollectConfig
+from castdata.errors import ConfigError
 from castdata.models import open_backend
 from castdata.records import Trajectory
-from castdata.rollout.collect import EpisodeKey, Progress, run_counts, run_episodes, run_manifest
+from castdata.rollout.runner import Progress, run_counts, run_episodes, run_manifest
+from castdata.rundir import EpisodeKey, RecordSink, RunDir, RunManifest
 from castdata.scale.dispatch import Dispatcher
-from castdata.scale.location import RecordSink, RunLocation
 from castdata.scale.permits import ClusterPermits, PermitBroker, endpoint_limits
 from castdata.scale.tally import Tally
 from castdata.scale.units import WorkUnit, new_attempt, new_launch, plan_units
@@ -48,13 +49,13 @@ def import_ray() -> Any:
 
 async def collect_on_ray(
     config: CollectConfig, out: Path | str, keys: list[EpisodeKey], *, force: bool, progress: Progress
-) -> dict:
+) -> RunManifest:
     """Run the pending episodes among `keys` (planned from `config`) into `out` (a path every node mounts, or an
     fsspec URL) on Ray; returns the final manifest. Uses the Ray instance this process has joined, else
     `executor.ray.address`."""
     ray = import_ray()
-    location = RunLocation(out)
-    manifest = run_manifest(config, location.read_manifest(), str(out), force)
+    location = RunDir(out)
+    manifest = run_manifest(config, location.manifest(), str(out), force)
     location.write_manifest(manifest)
     location.repair()
     done = location.finished_keys()
@@ -71,14 +72,14 @@ async def collect_on_ray(
         if owned:
             ray.shutdown()
     location.repair()
-    manifest["ended_at"] = time.time()
-    manifest["counts"] = run_counts(keys, pending, location.finished_keys())
+    manifest.ended_at = time.time()
+    manifest.counts = run_counts(keys, pending, location.finished_keys())
     location.write_manifest(manifest)
     return manifest
 
 
 async def _run_workers(
-    ray: Any, config: CollectConfig, location: RunLocation, units: list[WorkUnit], progress: Progress
+    ray: Any, config: CollectConfig, location: RunDir, units: list[WorkUnit], progress: Progress
 ) -> None:
     """Run the workers until every unit is done, refreshing `progress` from the tally."""
     options = config.executor.ray
@@ -90,7 +91,7 @@ async def _run_workers(
     tally = ray.remote(Tally).options(num_cpus=0).remote()
     task = ray.remote(run_worker).options(**options.task_options())
     refs = [
-        task.remote(config, location.where, index, set(limits), dispatcher, broker, tally) for index in range(count)
+        task.remote(config, location.address, index, set(limits), dispatcher, broker, tally) for index in range(count)
     ]
     running = {asyncio.ensure_future(ref): ref for ref in refs}
     earlier = progress.done
@@ -136,12 +137,12 @@ def run_worker(
     config: CollectConfig, where: Path | str, worker: int, limited: set[str], dispatcher: Any, broker: Any, tally: Any
 ) -> int:
     """A Ray task: claim units until none is left and run their episodes; returns how many it ran."""
-    return asyncio.run(_work(config, RunLocation(where), worker, limited, dispatcher, broker, tally))
+    return asyncio.run(_work(config, RunDir(where), worker, limited, dispatcher, broker, tally))
 
 
 async def _work(
     config: CollectConfig,
-    location: RunLocation,
+    location: RunDir,
     worker: int,
     limited: set[str],
     dispatcher: Any,
@@ -177,7 +178,7 @@ async def _work(
 class _Claims:
     """The units one worker attempt has claimed: their record files and the episodes still running."""
 
-    def __init__(self, location: RunLocation, dispatcher: Any, worker: int, attempt: str) -> None:
+    def __init__(self, location: RunDir, dispatcher: Any, worker: int, attempt: str) -> None:
         self.location, self.dispatcher, self.worker, self.attempt = location, dispatcher, worker, attempt
         self.open: dict[int, tuple[RecordSink, int]] = {}  # unit -> (its record file, episodes not recorded yet)
         self.unit_of: dict[EpisodeKey, int] = {}

@@ -4,7 +4,7 @@ them for its progress bar."""
 from __future__ import annotations
 
 from castdata.records import Usage
-from castdata.rollout.collect import Progress
+from castdata.rollout.runner import Progress
 
 
 class Tally:

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from itertools import groupby
 
-from castdata.rollout.collect import EpisodeKey
+from castdata.rundir import EpisodeKey
 
 
 @dataclass(frozen=True)

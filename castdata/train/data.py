@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from castdata.config import ConfigError
-from castdata.errors import InputError
+from castdata.errors import ConfigError, InputError
 from castdata.hub.local import local_split
 from castdata.train.recipe import Recipe
 

@@ -6,7 +6,7 @@ import dataclasses
 import sys
 from typing import Any
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.train.recipe import LoraSection, ModelSection, Recipe
 
 CPU_SAFE = {"use_cpu": True, "bf16": False, "fp16": False, "activation_checkpointing": False}

@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from castdata.config import ConfigError, apply_override, load_config, one_line_error
+from castdata.config import apply_override, load_config, one_line_error
+from castdata.errors import ConfigError
 
 RELEASE = re.compile(r"v\d+\.\d+\.\d+|[0-9a-f]{40}")
 """A reproducible Hub revision: a release tag `vX.Y.Z` (as `castdata publish` makes them) or a commit sha."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 from castdata.train.data import load_splits
 from castdata.train.model import load_model, load_tokenizer, lora_config, training_args
 from castdata.train.recipe import Recipe, recipe_from_argv

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from castdata.config import ConfigError
+from castdata.errors import ConfigError
 
 if TYPE_CHECKING:
     from datasets import Dataset

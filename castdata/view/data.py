@@ -1,9 +1,9 @@
 """What `castdata view` shows: the episodes of a run directory or a dataset folder, with their labels, as plain dicts.
 
 `read_episodes` is the only place the view reads files, and it reads them through the existing readers: a run
-directory through `castdata.builders.source.iter_episodes` (the store's latest-record rule, labels by domain/split),
-a dataset folder through `castdata.load` and `castdata.critic.eval_critic.labelled_episodes` (its `trajectories`
-and `labels` configs). Everything else turns one `Episode` into an index row and a page record.
+directory through `castdata.builders.source.iter_episodes` (`castdata.rundir`'s latest-record rule, labels by
+domain/split), a dataset folder through `castdata.hub.local.load_local` and
+`castdata.critic.eval_critic.labelled_episodes` (its `trajectories` and `labels` configs). Everything else turns one `Episode` into an index row and a page record.
 
 `source` is "imported" for an episode `castdata import` made (its `imported` mark), else "collected";
 `user_fault` is set where the labeler found the simulated user (or the task) to blame.
@@ -19,9 +19,10 @@ from typing import Any
 from castdata.builders.source import Episode, iter_episodes
 from castdata.errors import InputError
 from castdata.label.schema import Label
-from castdata.label.visible import visible_content
 from castdata.records import Action
-from castdata.rollout.store import MANIFEST as RUN_MANIFEST
+from castdata.rundir import MANIFEST as RUN_MANIFEST
+from castdata.rundir import is_run_dir
+from castdata.visible import visible_content
 
 FILTER_KEYS = ("domain", "split", "outcome", "category", "user_fault", "source", "termination", "agent")
 """Index fields `--filter KEY=VALUE` (and the page's filter menus) select on; `category` matches any invalid label's."""
@@ -38,15 +39,15 @@ class BadFilter(InputError):
 def read_episodes(path: Path) -> Iterator[tuple[Episode, str | None]]:
     """Every episode of a run directory or a dataset folder, with its dataset split (None for a run)."""
     path = Path(path)
-    if (path / RUN_MANIFEST).is_file():
+    if is_run_dir(path):
         return ((episode, None) for episode in iter_episodes(path))
     from castdata.builders.dataset import MANIFEST as DATASET_MANIFEST  # imports datasets and polars: only here
 
     if (path / DATASET_MANIFEST).is_file():
-        import castdata
         from castdata.critic.eval_critic import labelled_episodes
+        from castdata.hub.local import load_local
 
-        splits = list(castdata.load(str(path), "trajectories"))  # the splits the folder has
+        splits = list(load_local(path, "trajectories"))  # the splits the folder has
         return ((episode, split) for split in splits for episode in labelled_episodes(path, split))
     raise InputError(
         f"{path}: neither a run directory (no {RUN_MANIFEST}) nor a dataset folder (no {DATASET_MANIFEST})"

@@ -1,7 +1,7 @@
 """The offline default models (`backend: scripted`): a scripted user and a noisy-oracle agent (a simulation).
 
 `goals` (what the user asks for), `user` (the scripted user), `plan` (the gold way, looked up before it is
-used), `oracle` (its turns, with injected mistakes), `perturb` (plausible wrong values).
+used), `oracle` (its turns, with injected mistakes); the plausible wrong values it uses are `castdata.envs.perturb`'s.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 from castdata.errors import ConfigError
 from castdata.models.base import EpisodeContext, Reply
 from castdata.models.scripted.oracle import MISTAKE_KINDS, NoisyOracleAgent
-from castdata.models.scripted.perturb import perturb_arguments
 from castdata.models.scripted.user import USER_MISTAKE_KINDS, ScriptedUser
 from castdata.models.spec import ModelSpec
 
@@ -65,5 +64,4 @@ __all__ = [
     "ScriptedBackend",
     "ScriptedUser",
     "check_options",
-    "perturb_arguments",
 ]

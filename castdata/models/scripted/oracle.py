@@ -4,7 +4,7 @@ A SIMULATION, not a model: it reads the task's gold solution (privileged informa
 It acts only on what the user has asked for so far (a move for a goal waits for the user turn that asks for
 it), and with `options.mistakes` (probability per opportunity, per kind) it injects realistic mistakes,
 each recorded in the trajectory's `injected_mistakes` (ground truth for testing the labeler). Same seed,
-same output. When a critic sends a mistaken move back (`castdata.critic.feedback`), it marks the mistake
+same output. When a critic sends a mistaken move back (`castdata.models.feedback`), it marks the mistake
 `intercepted` and, with probability `options.revise` (default 1), plays the gold way instead; otherwise it
 repeats the mistake or, for a write, makes another (a wrong argument to the gold write), and records which in
 the mistake's `revision`. A correct move sent back is proposed again. Resumed from a
@@ -18,12 +18,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from castdata.critic.feedback import transcript_length
 from castdata.envs import RESPOND
 from castdata.envs.database import same_state
+from castdata.envs.perturb import misread, other_write_tool, perturb_arguments, without_item
 from castdata.models.base import EpisodeContext, Reply, ToolCall
+from castdata.models.feedback import transcript_length
 from castdata.models.scripted.goals import deviation, goals, identity
-from castdata.models.scripted.perturb import misread, other_write_tool, perturb_arguments, without_item
 from castdata.models.scripted.plan import ANYTHING_ELSE, Step, amount_on_record, confirmation, end_text, plan
 from castdata.records import Action, InjectedMistake
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from castdata.envs import RESPOND, Domain, Task
 from castdata.envs.clock import episode_clock
-from castdata.label.visible import identifiers
 from castdata.models.dual_control import due, phone_requests
 from castdata.models.scripted.goals import Deviation, goals, identity
 from castdata.records import Action
+from castdata.visible import identifiers
 
 ANYTHING_ELSE = "Is there anything else I can help you with?"
 _SKIPPED_READS = frozenset({"think", "calculate"})

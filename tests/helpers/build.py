@@ -9,9 +9,9 @@ from pathlib import Path
 from castdata.config import PipelineConfig, load_config
 from castdata.label.run import label_run
 from castdata.rollout.collect import collect
-from castdata.rollout.store import trajectory_file
+from castdata.rundir import RunDir
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "configs" / "demo.yaml"
 
 
@@ -32,7 +32,7 @@ def labelled_run(run_dir: Path, infrastructure_failure: bool = False, **changes)
 
 def _add_infrastructure_failure(run_dir: Path, domain: str, split: str) -> None:
     """Append a copy of the run's first episode as trial 99, failed on infrastructure."""
-    path = trajectory_file(run_dir, domain, split)
+    path = RunDir(run_dir).trajectory_file(domain, split)
     record = json.loads(path.read_text().splitlines()[0])
     record["trial"] = 99
     record["id"] = f"{domain}.{split}.{record['task_id']}.99"
@@ -43,7 +43,7 @@ def _add_infrastructure_failure(run_dir: Path, domain: str, split: str) -> None:
 
 def hub_env(url: str, home: Path, token: str) -> dict[str, str]:
     """The environment a client process needs to talk to the loopback Hub, with `token` as its Hub token."""
-    from hub_server import configure_hf_env
+    from helpers.hub_server import configure_hf_env
 
     saved = dict(os.environ)
     try:

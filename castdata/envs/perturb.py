@@ -1,4 +1,5 @@
-"""Plausible wrong values for the noisy oracle's mistakes: another argument, another write tool, a misread number."""
+"""Plausible wrong values for the noisy oracle's mistakes (`castdata.models.scripted`) and the known-issue checks
+(`castdata.envs.known_issues`): another argument, another write tool, a misread number."""
 
 from __future__ import annotations
 
