@@ -12,11 +12,14 @@
 - `rule.malformed_tool_call`, `rule.unknown_tool`, `rule.empty_reply`: unusable turns;
 - `rule.unneeded_transfer`: a transfer to a human when the gold solution has none (the task did not need one),
   unless the user asked for a human after the agent had refused their request (the policy then allows it);
+- `rule.misread_value`: an agent message, right after a tool result, that gives a field of that result (its
+  amount, price, balance) a number the result does not hold for it (nor as its total);
 - `rule.cancel_not_allowed`: a cancellation the policy forbids for that record (`castdata.label.policy_rules`:
   airline's flown trips, and economy bookings older than 24 hours without a covered reason);
 - `rule.ungrounded_id`: a tool call with an identifier argument (order, item, user, product, reservation, payment
-  id) that no user turn, tool result or the policy showed before: the agent guessed it (its own earlier
-  messages are no source).
+  id), or an agent message naming a record id (an order id, a long item or product number, a payment method id),
+  that no user turn, tool result or the policy showed before: the agent guessed it (its own earlier messages are
+  no source).
 """
 
 from __future__ import annotations
@@ -146,6 +149,45 @@ def ungrounded_ids(action: Action, seen: str) -> list[str]:
     return [value for value in _id_values(action.kwargs) if value not in seen and value.lstrip("#") not in seen]
 
 
+_RECORD_ID = re.compile(r"#W\d{5,}|\b[a-z]+_[a-z_]*\d{4,}\b|(?<![\w.$,-])\d{8,}(?![\w.,-])")
+
+
+def guessed_ids(text: str, seen: str) -> list[str]:
+    """The record identifiers an agent message names (order ids, item and product numbers, payment method ids)
+    that nothing the user or the tools showed holds: a message that offers to act on them guessed them."""
+    return [token for token in _RECORD_ID.findall(text) if token not in seen and token.lstrip("#") not in seen]
+
+
+def _numbers_by_key(value: object, found: dict[str, list[float]]) -> dict[str, list[float]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, (int, float)) and not isinstance(item, bool):
+                found.setdefault(key.lower(), []).append(float(item))
+            else:
+                _numbers_by_key(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _numbers_by_key(item, found)
+    return found
+
+
+def misread_values(text: str, result: str) -> list[str]:
+    """The numbers an agent message gives for a field of the tool result it just read ("the amount is 59.67")
+    that the result does not hold for that field, nor as the field's total."""
+    try:
+        numbers = _numbers_by_key(json.loads(result), {})
+    except ValueError:
+        return []
+    wrong = []
+    for key, values in numbers.items():
+        name = re.escape(key.replace("_", " "))
+        for found in re.finditer(rf"\b{name}\b(?:\s*(?:on record|is|was|of|:|=))+\s*\$?(\d[\d,]*(?:\.\d+)?)", text, re.I):
+            said = float(found.group(1).replace(",", ""))
+            if all(abs(said - value) > 0.005 for value in [*values, sum(values)]):
+                wrong.append(found.group(1))
+    return wrong
+
+
 _HUMAN = re.compile(r"\b(human|real person|representative|supervisor|manager|transfer|someone else)\b", re.I)
 _REFUSED = re.compile(
     r"\b(can ?not|can't|cannot|unable|not able|not possible|not allowed|not eligible|unfortunately)\b", re.I
@@ -204,6 +246,10 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             findings.append(Finding(step, f"rule.{violation}", _VIOLATIONS[violation], "minor", expected))
         if action is None:
             said = message.get("content") or ""
+            if guessed_ids(said, seen):
+                findings.append(Finding(step, "rule.ungrounded_id", "ungrounded_claim", "minor"))
+            if messages[step - 1]["role"] == "tool" and misread_values(said, messages[step - 1].get("content") or ""):
+                findings.append(Finding(step, "rule.misread_value", "misread_observation", "minor"))
             continue
         kind = domain.tool_kind(action.name)
         if kind in ("read", "write") and ungrounded_ids(action, seen):
