@@ -14,7 +14,8 @@ goes on.
 Dual control (`tau2-telecom`): a user reply may be tool calls on the user's own device. They run as the user's
 (`Domain.execute(..., requestor="user")`), go to the record's `user_tool_calls` (never to `messages`, which
 stay what the agent saw), and their results go back to the user session's `observe` until it says something.
-A continued prefix does not rerun the user's calls (they are not in `messages`).
+A continued prefix reruns the recorded episode's user calls (`prefix_user_calls`) where they happened, so the
+continuation starts in the state the recorded episode had reached.
 """
 
 from __future__ import annotations
@@ -82,8 +83,10 @@ async def run_episode(
     max_steps: int = 30,
     max_errors: int = 5,
     prefix: list[dict[str, Any]] | None = None,
+    prefix_user_calls: list[UserToolCall] | tuple[UserToolCall, ...] = (),
 ) -> Trajectory:
-    """Run one episode of `task` (continuing `prefix` when given) and return its record."""
+    """Run one episode of `task` (continuing `prefix`, with the user's own calls `prefix_user_calls`, when given)
+    and return its record."""
     started = time.time()
     ctx = EpisodeContext(domain=domain, task=task, seed=seed)
     agent_session, user_session = agent.agent_session(ctx), user.user_session(ctx)
@@ -96,7 +99,7 @@ async def run_episode(
                 first = await user_session.reply(None)
                 transcript.add({"role": "user", "content": first.content or ""}, first)
             else:
-                steps, errors, reason = _replay(domain, db, transcript, prefix)
+                steps, errors, reason = _replay(domain, db, transcript, prefix, prefix_user_calls)
                 for session in (agent_session, user_session):
                     if hasattr(session, "resume"):
                         session.resume(transcript.messages)
@@ -201,12 +204,20 @@ async def _user_tools(user_session: UserSession, transcript: _Transcript, answer
     raise ModelOutputError("user", f"the user made tool calls {MAX_USER_TOOL_ROUNDS} turns in a row without a message")
 
 
-def _replay(domain: Domain, db, transcript: _Transcript, prefix: list[dict[str, Any]]) -> tuple[int, int, str | None]:
-    """Continue `transcript` (the system prompt) with a recorded prefix, executing its tool calls on `db`;
-    returns (agent turns, failed tool calls, termination reason or None)."""
+def _replay(
+    domain: Domain, db, transcript: _Transcript, prefix: list[dict[str, Any]], user_calls=()
+) -> tuple[int, int, str | None]:
+    """Continue `transcript` (the system prompt) with a recorded prefix, executing its tool calls and the user's own
+    calls (each before the message it led to) on `db`; returns (agent turns, failed tool calls, termination
+    reason or None)."""
     steps, errors, reason = 0, 0, None
-    for message in prefix[1:]:
-        if message["role"] == "tool":
+    users = sorted((c for c in user_calls if c.step <= len(prefix)), key=lambda c: c.step)
+    for message in [*prefix[1:], None]:
+        while users and (message is None or users[0].step <= len(transcript.messages)):
+            call = users.pop(0)
+            result = domain.execute(db, call.name, call.arguments, "user")
+            transcript.user_tool_calls.append(call.model_copy(update={"content": result.observation, "ok": result.ok}))
+        if message is None or message["role"] == "tool":
             continue  # recomputed by executing its call
         steps += message["role"] == "assistant"
         if not message.get("tool_calls"):
