@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from castdata.builders.options import BuildOptions
 from castdata.errors import ConfigError
@@ -36,6 +37,7 @@ class CollectConfig(BaseModel):
     trials: int = Field(default=4, ge=1)
     agent: ModelSpec = Field(default_factory=ModelSpec)
     user: ModelSpec = Field(default_factory=lambda: ModelSpec(model="scripted-user"))
+    judge: ModelSpec | None = None  # tau2's NL_ASSERTION: the model that grades natural-language assertions
     max_steps: int = Field(default=30, ge=1)
     max_errors: int = Field(default=5, ge=0)
     concurrency: int = Field(default=32, ge=1)
@@ -53,6 +55,15 @@ class CollectConfig(BaseModel):
                     "from 'split' or 'domain/split' to one of those"
                 )
         return value
+
+    @field_validator("judge")
+    @classmethod
+    def _judge_grades(cls, spec: ModelSpec | None) -> ModelSpec | None:
+        if spec is not None and spec.backend == "scripted":
+            raise PydanticCustomError(
+                "scripted_judge", "the scripted backend cannot judge; set backend: openai, vllm or transformers"
+            )
+        return spec
 
     @model_validator(mode="after")
     def _scripted_options(self):
@@ -98,13 +109,21 @@ class CollectConfig(BaseModel):
 
         return open_backend(self.agent, "agent")
 
+    def open_judge(self) -> Backend | None:
+        """The judge backend (`judge:`), or None without one."""
+        from castdata.models import open_backend
+
+        return None if self.judge is None else open_backend(self.judge, "judge")
+
     def endpoints(self) -> dict[str, ModelSpec | None]:
         """The model specs whose endpoints a run needs, by their place in the config (for the endpoint probe)."""
-        return {"agent": self.agent, "user": self.user}
+        return {"agent": self.agent, "user": self.user, "judge": self.judge}
 
     def fingerprint(self) -> str:
-        """A hash of everything that determines the episodes (not `out`, `concurrency` or `executor`)."""
-        relevant = self.model_dump(mode="json", exclude={"out", "concurrency", "executor"})
+        """A hash of everything that determines the episodes (not `out`, `concurrency` or `executor`; no `judge`
+        key when there is none, so runs made before it existed keep their fingerprint)."""
+        unset = {"judge"} if self.judge is None else set()
+        relevant = self.model_dump(mode="json", exclude={"out", "concurrency", "executor", *unset})
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -58,5 +58,6 @@ async def _open_and_close(config: CollectConfig) -> None:
     """Open (and close) the run's backends: each checks its spec as a run would."""
     from castdata.models import open_backend
 
-    for backend in (config.open_agent(), open_backend(config.user, "user")):
-        await backend.aclose()
+    for backend in (config.open_agent(), open_backend(config.user, "user"), config.open_judge()):
+        if backend is not None:
+            await backend.aclose()

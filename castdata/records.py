@@ -71,6 +71,20 @@ class MessageMeta(BaseModel):
     raw: Any = None
 
 
+NOT_JUDGED = (  # `outcome.excluded` of a tau2 episode whose reward needs a judge and had none
+    "NL_ASSERTION not judged: the reward basis has natural-language assertions and no judge model graded them "
+    "(set `judge:` to a model spec)"
+)
+
+
+class NLAssertionCheck(BaseModel):
+    """A judge model's grade of one natural-language assertion (tau2's NL_ASSERTION reward component)."""
+
+    assertion: str
+    met: bool
+    justification: str
+
+
 class Outcome(BaseModel):
     """How the episode ended and how it was scored (tau-bench semantics)."""
 
@@ -80,7 +94,8 @@ class Outcome(BaseModel):
     outputs_missing: list[str] = Field(default_factory=list)
     termination_reason: TerminationReason
     error: str | None = None
-    excluded: str | None = None  # why the episode says nothing about the agent (not scorable offline, not reproduced)
+    excluded: str | None = None  # why the episode says nothing about the agent (not judged, not reproduced)
+    nl_assertions: list[NLAssertionCheck] = Field(default_factory=list)  # tau2 NL_ASSERTION: the judge's grades
 
 
 class Privileged(BaseModel):

@@ -114,9 +114,10 @@ async def run_episodes(
     agent: Backend,
     user: Backend,
     keep: Callable[[Trajectory], None],
+    judge: Backend | None = None,
 ) -> None:
     """Run the episodes `keys` (or those an async iterator yields as they come), `config.concurrency` at a time,
-    handing each record to `keep` as it finishes."""
+    handing each record to `keep` as it finishes; `judge` grades tau2's natural-language assertions."""
     source = keys if isinstance(keys, AsyncIterator) else _each(keys)
     turn = asyncio.Lock()  # one episode slot at a time advances the iterator
 
@@ -138,6 +139,7 @@ async def run_episodes(
                 config.user,
                 max_steps=config.max_steps,
                 max_errors=config.max_errors,
+                judge=judge,
             )
             keep(record)
 
@@ -165,14 +167,15 @@ async def collect_async(
     if config.executor.ray is None and not isinstance(out, Path):
         raise ConfigError(f"out: {out} is a URL; the local executor writes to a path (URLs need `executor: ray`)")
     keys = plan_episodes(config)[:limit]
-    agent, user = config.open_agent(), open_backend(config.user, "user")
+    agent, user, judge = config.open_agent(), open_backend(config.user, "user"), config.open_judge()
     try:
         await probe_endpoints(config.endpoints())
         if config.executor.ray is None:
-            manifest = await _collect_local(config, out, keys, agent, user, force, progress)
+            manifest = await _collect_local(config, out, keys, agent, user, force, progress, judge)
     finally:
-        await agent.aclose()
-        await user.aclose()
+        for backend in (agent, user, judge):
+            if backend is not None:
+                await backend.aclose()
     if config.executor.ray is not None:
         from castdata.scale.ray_executor import collect_on_ray
 
@@ -189,6 +192,7 @@ async def _collect_local(
     user: Backend,
     force: bool,
     progress: Progress,
+    judge: Backend | None,
 ) -> dict:
     manifest = prepare_run_dir(config, out, force)
     done = finished_keys(out)
@@ -201,7 +205,7 @@ async def _collect_local(
         progress.count(record.outcome.reward, record.usage_total())
 
     try:
-        await run_episodes(config, pending, agent, user, keep)
+        await run_episodes(config, pending, agent, user, keep, judge)
     finally:
         writer.close()
     manifest["ended_at"] = time.time()

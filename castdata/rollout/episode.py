@@ -16,6 +16,11 @@ Dual control (`tau2-telecom`): a user reply may be tool calls on the user's own 
 stay what the agent saw), and their results go back to the user session's `observe` until it says something.
 A continued prefix reruns the recorded episode's user calls (`prefix_user_calls`) where they happened, so the
 continuation starts in the state the recorded episode had reached.
+
+tau2's NL_ASSERTION (a task whose reward basis has natural-language assertions): with a `judge` backend, the judge
+grades them on the finished conversation (`castdata.models.judge`), and the grades go to `outcome.nl_assertions`;
+without one the episode is reported as not judged (`outcome.excluded`). An episode that ended so that it scores 0
+(e.g. `max_steps`) is not judged, as in tau2.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from castdata.models.base import (
     ToolCall,
     UserSession,
 )
+from castdata.models.judge import judge_assertions
 from castdata.models.spec import ModelSpec
 from castdata.records import Action, MessageMeta, Outcome, Privileged, Trajectory, Usage, UserToolCall, episode_id
 
@@ -84,9 +90,10 @@ async def run_episode(
     max_errors: int = 5,
     prefix: list[dict[str, Any]] | None = None,
     prefix_user_calls: list[UserToolCall] | tuple[UserToolCall, ...] = (),
+    judge: Backend | None = None,
 ) -> Trajectory:
     """Run one episode of `task` (continuing `prefix`, with the user's own calls `prefix_user_calls`, when given)
-    and return its record."""
+    and return its record; `judge` grades tau2's natural-language assertions."""
     started = time.time()
     ctx = EpisodeContext(domain=domain, task=task, seed=seed)
     agent_session, user_session = agent.agent_session(ctx), user.user_session(ctx)
@@ -125,7 +132,16 @@ async def run_episode(
             reason, error = "infrastructure_error", str(err)
         except ModelOutputError as err:
             reason, error = f"{err.role}_error", str(err)
-    score = domain.score(task, db, transcript.agent_said())
+    premature = reason in domain.zero_reward_terminations  # scores 0 whatever else: nothing to judge
+    judged = None
+    if judge is not None and domain.nl_assertions(task) and not premature:
+        try:
+            judged = await judge_assertions(
+                judge, domain.nl_assertions(task), transcript.messages, transcript.user_tool_calls
+            )
+        except InfrastructureError as err:
+            reason, error, premature = "infrastructure_error", str(err), True
+    score = domain.score(task, db, transcript.agent_said(), judged)
     injected = [*getattr(agent_session, "injected", []), *getattr(user_session, "injected", [])]  # user: user_deviation
     injected.sort(key=lambda m: m.step)
     interceptions = getattr(agent_session, "interceptions", [])  # a critic-guarded agent (castdata.critic.guard)
@@ -142,13 +158,14 @@ async def run_episode(
         messages=transcript.messages,
         meta=transcript.meta,
         outcome=Outcome(
-            reward=score.reward if reason not in domain.zero_reward_terminations else 0.0,
+            reward=0.0 if premature else score.reward,
             db_match=score.db_match,
             outputs_found=list(score.outputs_found),
             outputs_missing=list(score.outputs_missing),
             termination_reason=reason,
             error=error,
-            excluded=score.excluded,
+            excluded=None if premature else score.excluded,
+            nl_assertions=judged or [],
         ),
         privileged=Privileged(
             user_id=task.user_id,
