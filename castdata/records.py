@@ -10,11 +10,14 @@ is a dict). `meta` runs parallel to `messages` (timestamps, token usage, protoco
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from castdata.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from castdata.envs.domain import Task
 
 TRAJECTORY_SCHEMA = "castdata.trajectory/1"
 
@@ -106,6 +109,17 @@ class Privileged(BaseModel):
     gold_actions: list[Action]
     required_outputs: list[str]
     user_gold_actions: list[Action] = Field(default_factory=list)  # dual control: the user's own gold calls
+
+    @classmethod
+    def of(cls, task: Task) -> Privileged:
+        """What `task` hides from the agent: its user, instruction, gold solution and required outputs."""
+        return cls(
+            user_id=task.user_id,
+            instruction=task.instruction,
+            gold_actions=list(task.actions),
+            required_outputs=list(task.outputs),
+            user_gold_actions=[action for _, action in task.user_actions],
+        )
 
 
 class UserToolCall(BaseModel):
