@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from castdata.models.base import InfrastructureError
 from castdata.records import NLAssertionCheck, UserToolCall
@@ -117,7 +117,7 @@ async def judge_assertions(
     )
     try:
         answer = _Answer.model_validate(json.loads(reply.content or ""))
-    except (ValueError, ValidationError) as err:
+    except ValueError as err:  # a pydantic ValidationError too
         reason = str(err).splitlines()[0]
         raise InfrastructureError(f"judge: the answer is not tau2's JSON of graded assertions ({reason})") from None
     if len(answer.results) < len(assertions):
