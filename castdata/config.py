@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from castdata.builders.options import BuildOptions
 from castdata.errors import ConfigError
@@ -24,7 +25,7 @@ from castdata.models.spec import ModelSpec
 from castdata.scale.options import ExecutorOptions
 
 if TYPE_CHECKING:
-    pass
+    from castdata.models.base import Backend
 
 GUARD_KEYS = ("critic", "guard", "max_revisions")
 
@@ -40,6 +41,7 @@ class CollectConfig(BaseModel):
     trials: int = Field(default=4, ge=1)
     agent: ModelSpec = Field(default_factory=ModelSpec)
     user: ModelSpec = Field(default_factory=lambda: ModelSpec(model="scripted-user"))
+    judge: ModelSpec | None = None  # tau2's NL_ASSERTION: the model that grades natural-language assertions
     max_steps: int = Field(default=30, ge=1)
     max_errors: int = Field(default=5, ge=0)
     concurrency: int = Field(default=32, ge=1)
@@ -60,6 +62,15 @@ class CollectConfig(BaseModel):
                     "from 'split' or 'domain/split' to one of those"
                 )
         return value
+
+    @field_validator("judge")
+    @classmethod
+    def _judge_grades(cls, spec: ModelSpec | None) -> ModelSpec | None:
+        if spec is not None and spec.backend == "scripted":
+            raise PydanticCustomError(
+                "scripted_judge", "the scripted backend cannot judge; set backend: openai, vllm or transformers"
+            )
+        return spec
 
     @model_validator(mode="after")
     def _scripted_options(self):
@@ -105,14 +116,21 @@ class CollectConfig(BaseModel):
         """The same collection without the critic."""
         return CollectConfig(**self.model_dump(include=set(CollectConfig.model_fields) - {"critic"}))
 
+    def open_judge(self) -> Backend | None:
+        """The judge backend (`judge:`), or None without one."""
+        from castdata.models import open_backend
+
+        return None if self.judge is None else open_backend(self.judge, "judge")
+
     def endpoints(self) -> dict[str, ModelSpec | None]:
         """The model specs whose endpoints a run needs, by their place in the config (for the endpoint probe)."""
-        return {"agent": self.agent, "user": self.user, "critic": self.critic}
+        return {"agent": self.agent, "user": self.user, "critic": self.critic, "judge": self.judge}
 
     def fingerprint(self) -> str:
         """A hash of everything that determines the episodes (not `out`, `concurrency` or `executor`; without a
-        critic, not the guard's keys, so an unguarded run keeps the fingerprint it had before they existed)."""
-        unused = set(GUARD_KEYS) if self.critic is None else set()
+        critic, not the guard's keys, and no `judge` key when there is none, so a run keeps the fingerprint it had
+        before those keys existed)."""
+        unused = (set(GUARD_KEYS) if self.critic is None else set()) | ({"judge"} if self.judge is None else set())
         relevant = self.model_dump(mode="json", exclude={"out", "concurrency", "executor", *unused})
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -61,5 +61,6 @@ async def _open_and_close(config: CollectConfig) -> None:
     from castdata.models import open_backend
     from castdata.rollout.collect import open_agent
 
-    for backend in (open_agent(config), open_backend(config.user, "user")):
-        await backend.aclose()
+    for backend in (open_agent(config), open_backend(config.user, "user"), config.open_judge()):
+        if backend is not None:
+            await backend.aclose()

@@ -10,11 +10,14 @@ is a dict). `meta` runs parallel to `messages` (timestamps, token usage, protoco
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from castdata.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from castdata.envs.domain import Task
 
 TRAJECTORY_SCHEMA = "castdata.trajectory/1"
 
@@ -71,6 +74,20 @@ class MessageMeta(BaseModel):
     raw: Any = None
 
 
+NOT_JUDGED = (  # `outcome.excluded` of a tau2 episode whose reward needs a judge and had none
+    "NL_ASSERTION not judged: the reward basis has natural-language assertions and no judge model graded them "
+    "(set `judge:` to a model spec)"
+)
+
+
+class NLAssertionCheck(BaseModel):
+    """A judge model's grade of one natural-language assertion (tau2's NL_ASSERTION reward component)."""
+
+    assertion: str
+    met: bool
+    justification: str
+
+
 class Outcome(BaseModel):
     """How the episode ended and how it was scored (tau-bench semantics)."""
 
@@ -80,7 +97,8 @@ class Outcome(BaseModel):
     outputs_missing: list[str] = Field(default_factory=list)
     termination_reason: TerminationReason
     error: str | None = None
-    excluded: str | None = None  # why the episode says nothing about the agent (not scorable offline, not reproduced)
+    excluded: str | None = None  # why the episode says nothing about the agent (not judged, not reproduced)
+    nl_assertions: list[NLAssertionCheck] = Field(default_factory=list)  # tau2 NL_ASSERTION: the judge's grades
 
 
 class Privileged(BaseModel):
@@ -91,6 +109,17 @@ class Privileged(BaseModel):
     gold_actions: list[Action]
     required_outputs: list[str]
     user_gold_actions: list[Action] = Field(default_factory=list)  # dual control: the user's own gold calls
+
+    @classmethod
+    def of(cls, task: Task) -> Privileged:
+        """What `task` hides from the agent: its user, instruction, gold solution and required outputs."""
+        return cls(
+            user_id=task.user_id,
+            instruction=task.instruction,
+            gold_actions=list(task.actions),
+            required_outputs=list(task.outputs),
+            user_gold_actions=[action for _, action in task.user_actions],
+        )
 
 
 class UserToolCall(BaseModel):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from castdata.records import Trajectory
+from castdata.records import NOT_JUDGED, Trajectory
 from castdata.rundir import RunDir
 
 
@@ -35,6 +35,7 @@ def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
             "turns": [sum(1 for m in r.messages if m["role"] == "assistant") for r in records],
             "termination": [r.outcome.termination_reason for r in records],
             "counted": [r.counts_for_pass_k for r in records],
+            "not_judged": [r.outcome.excluded == NOT_JUDGED for r in records],
             "prompt_tokens": [u.prompt_tokens for u in usage],
             "completion_tokens": [u.completion_tokens for u in usage],
             "cost_usd": [u.cost_usd for u in usage],
@@ -53,6 +54,7 @@ def episodes_frame(records: list[Trajectory]) -> pl.DataFrame:
             "turns": pl.Int64,
             "termination": pl.Utf8,
             "counted": pl.Boolean,
+            "not_judged": pl.Boolean,
             "prompt_tokens": pl.Int64,
             "completion_tokens": pl.Int64,
             "cost_usd": pl.Float64,
@@ -117,7 +119,8 @@ def summarize(run_dir: Path) -> dict:
                 "infrastructure_errors": infrastructure,
                 "excluded": group.height
                 - counted.height
-                - infrastructure,  # not scorable: not reproduced, NL assertions
+                - infrastructure,  # not scorable: not reproduced, NL assertions not judged
+                "not_judged": int(group["not_judged"].sum()),
                 "mean_turns": float(counted["turns"].mean() or 0.0),
                 "pass_k": {int(k): round(float(v), 6) for k, v in zip(passes["k"], passes["pass_k"])},
                 "terminations": dict(

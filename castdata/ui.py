@@ -31,6 +31,13 @@ def print_report(summary: dict) -> None:
             *passes,
         )
     console.print(table)
+    for group in summary["groups"]:
+        if group["excluded"]:
+            judged = (
+                f" ({group['not_judged']} with NL_ASSERTION not judged: set `judge:`)" if group["not_judged"] else ""
+            )
+            where = f"{group['domain']}/{group['split']} {group['agent']}"
+            console.print(f"{where}: {group['excluded']} episode(s) excluded from pass^k{judged}")
     reasons = Table(title="termination reasons")
     for column in ("domain", "split", "agent"):
         reasons.add_column(column)

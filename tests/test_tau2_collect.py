@@ -13,6 +13,7 @@ from helpers.openai_server import ChatServer
 from helpers.tau2 import needs_tau2
 
 from castdata.config import CollectConfig
+from castdata.critic.eval_policy import EvalConfig, run_eval
 from castdata.envs import load_domain
 from castdata.models.base import EpisodeContext
 from castdata.models.openai_backend import OpenAIBackend
@@ -101,3 +102,21 @@ def test_the_llm_user_gets_the_phone_tools_and_sees_their_results():
         "name": "toggle_airplane_mode",
         "content": "Airplane Mode is now OFF.",
     }
+
+
+def test_eval_guards_a_tau2_agent_with_the_replay_critic(tmp_path):
+    mistakes = {"wrong_argument": 0.4, "wrong_tool": 0.3, "no_confirmation": 0.2}
+    config = EvalConfig(
+        domains=["tau2-retail", "tau2-telecom"],
+        split="test",
+        tasks="0-4",
+        trials=1,
+        agent={"options": {"mistakes": mistakes}},
+        critic={"backend": "scripted", "model": "replay-critic"},
+    )
+    comparison = run_eval(config, tmp_path, show_progress=False)
+    rows = {row["domain"]: row for row in comparison["pass_k"] if row["k"] == 1}
+    assert set(rows) == {"tau2-retail", "tau2-telecom"}
+    assert all(row["with_critic"] == 1.0 and row["without_critic"] < 1.0 for row in rows.values())
+    guarded = read_trajectories(tmp_path / "with_critic")
+    assert any(r.interceptions for r in guarded) and any(r.user_tool_calls for r in guarded)

@@ -113,3 +113,84 @@ def test_import_recomputes_rewards_checks_reproduction_and_is_idempotent(tmp_pat
     built = json.loads((tmp_path / "dataset" / "castdata.json").read_text())["configs"]
     assert built["trajectories"]["test"]["rows"] == 4
     assert built["critic_prm"]["test"]["rows"] == 3  # not the tampered episode
+
+
+def _write_as_tau2_does(path: Path, results) -> None:
+    """tau2 26.3's `run_tasks` with `save_to`: the run's header first, then each simulation appended as it ends."""
+    header = results.model_copy(update={"simulations": []})
+    path.write_text(header.model_dump_json(indent=2))
+    for simulation_run in results.simulations:
+        checkpoint = json.loads(path.read_text())
+        checkpoint["simulations"].append(simulation_run.model_dump())
+        path.write_text(json.dumps(checkpoint, indent=2))
+
+
+def _run(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "castdata.cli", *arguments], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_a_run_checkpoint_with_errors_imports_and_a_truncated_or_foreign_file_is_refused_naming_it(tmp_path):
+    from tau2.data_model.message import AssistantMessage
+    from tau2.data_model.simulation import RewardInfo, SimulationRun, TerminationReason
+
+    retail = load_domain("tau2-retail")
+    task = retail.task("test", 0)
+    source, said = retail.source(task), " ".join(task.outputs)
+    gold, _ = run_in_castdata(retail, task, retail.gold_calls(task), said)
+    dangling = [*gold[:4], gold[4].model_copy(update={"content": None})]  # ends on a call tau2 never answered
+    assert isinstance(dangling[-1], AssistantMessage) and dangling[-1].tool_calls
+    crashed = simulation(source.id, dangling, 1, reward=0.0).model_copy(
+        update={"termination_reason": TerminationReason.AGENT_ERROR}
+    )
+    skipped = SimulationRun(  # exactly what tau2's run_tasks writes for a sample that raised (skip_failed_samples)
+        id=f"{source.id}_2_failed",
+        task_id=source.id,
+        start_time="2025-01-01T00:00:00",
+        end_time="2025-01-01T00:00:00",
+        duration=0.0,
+        termination_reason=TerminationReason.AGENT_ERROR,
+        messages=[],
+        trial=2,
+        seed=3,
+        reward_info=RewardInfo(reward=0.0),
+        skipped=True,
+    )
+    results = _results("tau2-retail", [simulation(source.id, gold, 0, reward=1.0), crashed, skipped], [source])
+    checkpoint = tmp_path / "retail_checkpoint.json"
+    _write_as_tau2_does(checkpoint, results)
+
+    manifest = _import([checkpoint], tmp_path / "run")
+    assert manifest["counts"] == {
+        "imported": 3,
+        "already_imported": 0,
+        "not_reproduced": 0,
+        "unknown_task": 0,
+        "finished": 2,  # the skipped sample is an infrastructure failure
+    }
+    records = {r.trial: r for r in read_trajectories(tmp_path / "run")}
+    assert records[0].outcome.reward == 1.0 and records[0].counts_for_pass_k
+    assert records[1].outcome.termination_reason == "agent_error" and records[1].outcome.reward == 0.0
+    assert records[1].counts_for_pass_k  # a failure of the agent, as tau2 counts it
+    assert not any(m.get("tool_calls") for m in records[1].messages[-1:])  # the unanswered call never ran
+    assert records[2].outcome.termination_reason == "infrastructure_error" and not records[2].counts_for_pass_k
+    assert "skip_failed_samples" in records[2].outcome.error
+
+    text = checkpoint.read_text()
+    truncated = tmp_path / "killed_results.json"
+    truncated.write_text(text[: len(text) // 2])
+    foreign = tmp_path / "mock_results.json"
+    foreign.write_text(text.replace('"domain_name": "retail"', '"domain_name": "mock"'))
+    broken = json.loads(text)
+    del broken["simulations"][1]["termination_reason"]
+    shapeless = tmp_path / "shapeless_results.json"
+    shapeless.write_text(json.dumps(broken))
+    for path, says in [
+        (truncated, "not JSON (truncated?)"),
+        (foreign, "info.environment_info.domain_name: no castdata domain for 'mock'"),
+        (shapeless, "not a tau2 results file: simulations.1.termination_reason: Field required"),
+    ]:
+        done = _run("import", "tau2", str(checkpoint), str(path), "--out", str(tmp_path / path.stem))
+        assert done.returncode == 2 and f"{path}: {says}" in done.stderr, done.stderr[-2000:]
+        assert not (tmp_path / path.stem).exists()  # every file is read before anything is written

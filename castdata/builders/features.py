@@ -67,6 +67,7 @@ CONFIGS: dict[str, Features] = {
                 "termination_reason": STRING,
                 "error": STRING,
                 "excluded": STRING,
+                "nl_assertions": List({"assertion": STRING, "met": BOOL, "justification": STRING}),
             },
             "privileged": {
                 "user_id": STRING,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -21,7 +22,7 @@ from castdata.envs.clock import episode_clock, fix_clock
 from castdata.envs.database import BaseDatabase, EpisodeDatabase, same_state
 from castdata.envs.tau_import import import_domain_module
 from castdata.errors import UnknownName
-from castdata.records import Action
+from castdata.records import Action, NLAssertionCheck
 
 RESPOND = "respond"
 
@@ -56,7 +57,7 @@ class Score:
     db_match: bool
     outputs_found: tuple[str, ...]
     outputs_missing: tuple[str, ...]
-    excluded: str | None = None  # why the reward says nothing (e.g. not scorable offline): no pass^k, no training
+    excluded: str | None = None  # why the reward says nothing (e.g. not judged): no pass^k, no training
 
 
 class Domain:
@@ -210,8 +211,19 @@ class Domain:
     def _gold_state(self, actions_json: str) -> dict:
         return self.replay([Action(**raw) for raw in json.loads(actions_json)]).changes()
 
-    def score(self, task: Task, db: EpisodeDatabase, agent_messages: list[str]) -> Score:
-        """tau-bench's reward: the database equals the gold replay's, and every required output was said."""
+    def nl_assertions(self, task: Task) -> tuple[str, ...]:
+        """The natural-language assertions a judge model must grade for the reward: tau-trait has none."""
+        return ()
+
+    def score(
+        self,
+        task: Task,
+        db: EpisodeDatabase,
+        agent_messages: list[str],
+        judged: Sequence[NLAssertionCheck] | None = None,
+    ) -> Score:
+        """tau-bench's reward: the database equals the gold replay's, and every required output was said
+        (`judged`, a judge's grades, counts only where `nl_assertions` asks for them: never in tau-trait)."""
         db_match = same_state(self.base, db.changes(), self.gold_state(task.actions))
         said = [message.lower().replace(",", "") for message in agent_messages]
         found = tuple(output for output in task.outputs if any(output.lower() in text for text in said))

@@ -13,8 +13,9 @@
 - **Reward with tau2's semantics** for each task's `reward_basis`: DB (agent and user databases equal the gold
   replay's), ENV_ASSERTION (tau2's assertion functions on the episode's environment), ACTION (every gold call
   matched by some call of the episode, tau2's `compare_with_tool_call`), COMMUNICATE (each `communicate_info`
-  in some agent message, lower-cased, commas removed). NL_ASSERTION needs a judge model: such a task is
-  reported as not scorable offline (`Score.excluded`), never scored.
+  in some agent message, lower-cased, commas removed), NL_ASSERTION (every natural-language assertion met, as a
+  judge model graded them: `castdata.models.judge`). Without the judge's grades a task whose basis has
+  NL_ASSERTION is reported as not judged (`Score.excluded`, reward 0), never scored.
 - **Splits**: tau2's `train` and `test`; telecom also `full`: tau2's full task set less its test tasks.
 """
 
@@ -27,6 +28,7 @@ import hashlib
 import json
 import pickle
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,10 +37,9 @@ from castdata.envs.database import BaseDatabase, BaseTable, EpisodeDatabase, sam
 from castdata.envs.domain import Domain, Score, Task, ToolResult
 from castdata.envs.tau2_import import tau2_module
 from castdata.errors import UnknownName
-from castdata.records import Action
+from castdata.records import NOT_JUDGED, Action, NLAssertionCheck
 
 USER_PREFIX = "user."  # tables of the user's own database (dual control)
-NOT_SCORABLE = "not scorable offline: the reward basis has NL_ASSERTION, which needs a judge model"
 
 
 def plain(value: Any) -> Any:
@@ -227,10 +228,17 @@ class Tau2Domain(Domain):
                 return self.tasks(split)[ids.index(tau2_id)]
         return None
 
-    def scorable_offline(self, task: Task) -> bool:
-        """Whether the reward needs no judge model (no NL_ASSERTION in its reward basis)."""
+    def nl_assertions(self, task: Task) -> tuple[str, ...]:
+        """The natural-language assertions a judge must grade for the reward (none unless NL_ASSERTION is in the
+        reward basis; an NL_ASSERTION basis without assertions is met, as in tau2)."""
         criteria = self.source(task).evaluation_criteria
-        return criteria is None or all(basis != "NL_ASSERTION" for basis in criteria.reward_basis)
+        if criteria is None or all(basis != "NL_ASSERTION" for basis in criteria.reward_basis):
+            return ()
+        return tuple(criteria.nl_assertions or ())
+
+    def scorable_offline(self, task: Task) -> bool:
+        """Whether the reward needs no judge model."""
+        return not self.nl_assertions(task)
 
     def auth_action(self, task: Task) -> Action | None:
         """The gold auth call or a lookup by email (as for tau-trait), else, in telecom, a lookup by the phone number
@@ -262,8 +270,15 @@ class Tau2Domain(Domain):
                 db.env.make_tool_call(action.name, requestor=requestor, **action.kwargs)
         return db.changes()
 
-    def score(self, task: Task, db: Tau2Database, agent_messages: list[str]) -> Score:
-        """tau2's reward for `task`'s reward basis (see the module docstring)."""
+    def score(
+        self,
+        task: Task,
+        db: Tau2Database,
+        agent_messages: list[str],
+        judged: Sequence[NLAssertionCheck] | None = None,
+    ) -> Score:
+        """tau2's reward for `task`'s reward basis (see the module docstring); `judged`: a judge's grades of the
+        task's natural-language assertions."""
         criteria = self.source(task).evaluation_criteria
         said = [message.lower().replace(",", "") for message in agent_messages]
         found = tuple(info for info in task.outputs if any(info.lower() in text for text in said))
@@ -272,8 +287,8 @@ class Tau2Domain(Domain):
             return Score(1.0, True, found, missing)
         db_match = criteria.actions is None and criteria.env_assertions is None
         db_match = db_match or same_state(self.base, db.changes(), self.gold_changes(task.split, task.index))
-        if not self.scorable_offline(task):
-            return Score(0.0, db_match, found, missing, excluded=NOT_SCORABLE)
+        if not self.scorable_offline(task) and judged is None:
+            return Score(0.0, db_match, found, missing, excluded=NOT_JUDGED)
         parts = {
             "DB": db_match,
             "ENV_ASSERTION": all(
@@ -283,6 +298,7 @@ class Tau2Domain(Domain):
                 any(gold.compare_with_tool_call(call) for call in db.calls) for gold in criteria.actions or []
             ),
             "COMMUNICATE": not missing,
+            "NL_ASSERTION": all(check.met for check in judged or ()),
         }
         reward = 1.0 if all(parts[basis.value] for basis in criteria.reward_basis) else 0.0
         return Score(reward, db_match, found, missing)

@@ -6,7 +6,15 @@ recorded tool result is checked against the replay (tau2's rule: equal as JSON w
 and the reward is recomputed with castdata's tau2 reward (a premature termination scores 0, as in tau2). An
 episode whose replay does not reproduce is kept, with `outcome.excluded` naming the first mismatching message:
 it counts for neither pass^k nor training. A tau2 message with several tool calls becomes that many agent turns,
-each followed by its result; the user's own calls go to `user_tool_calls`, never to `messages`.
+each followed by its result; the user's own calls go to `user_tool_calls`, never to `messages`. A call runs when
+its result comes (tau2's order): a call the episode ended before answering (at `max_steps`, on an agent error)
+never ran in tau2 and does not run here.
+
+Files are read as tau2 26.3 writes them (`Results.save`, or its run checkpoint that appends each simulation as it
+ends). A file that is not JSON (a run killed while writing it: truncated) or not of tau2's shape is an error naming
+the file and the first bad field, before anything is written. A sample tau2 skipped after an error
+(`skip_failed_samples`: no messages, `skipped`) is imported as an `infrastructure_error` episode: it says nothing
+about the agent.
 
 Records go through `castdata.rundir` (`trajectories/{domain}.{split}.jsonl`); `imported` (the import mark every
 importer writes) keeps the file, its sha256, the tau2 simulation id and the claimed reward. Importing the same simulation again adds nothing; another simulation of
@@ -24,7 +32,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from castdata.envs import load_domain
+from castdata.envs.catalog import TAU2_DOMAINS
 from castdata.envs.tau2_domain import Tau2Domain
 from castdata.envs.tau2_import import tau2_module, tau2_version
 from castdata.errors import InputError, RunDirConflict
@@ -34,6 +45,7 @@ from castdata.rundir import RecordWriter, RunDir, RunManifest
 from castdata.version import __version__
 
 IMPORT_FORMAT = "tau2"
+SKIPPED = "tau2 skipped this sample after an error (skip_failed_samples): no conversation"
 TERMINATIONS = {
     "user_stop": "user_stop",
     "agent_stop": "agent_stop",
@@ -56,14 +68,9 @@ def import_tau2(files: list[Path], out: Path) -> dict:
     counts: Counter = Counter()
     writer = RecordWriter()
     try:
-        for path in files:
-            try:
-                results = results_model.model_validate_json(Path(path).read_text())
-            except (OSError, ValueError) as err:
-                raise InputError(f"{path}: not a tau2 results file: {str(err).splitlines()[0]}") from None
+        for path, (results, digest) in zip(files, [_read(Path(path), results_model) for path in files]):
             domain = load_domain(f"tau2-{results.info.environment_info.domain_name}")
             agent, user = _spec(results.info.agent_info), _spec(results.info.user_info)
-            digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
             for index, simulation in enumerate(results.simulations):
                 task = domain.locate(simulation.task_id)
                 if simulation.id in seen or task is None:
@@ -95,6 +102,31 @@ def import_tau2(files: list[Path], out: Path) -> dict:
     return manifest
 
 
+def _read(path: Path, results_model: Any) -> tuple[Any, str]:
+    """A tau2 results file (its `Results` and sha256); `InputError` naming the file and what is wrong with it."""
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise InputError(f"{path}: cannot read the tau2 results file: {err.strerror or err}") from None
+    try:
+        data = json.loads(raw)
+    except ValueError as err:
+        raise InputError(f"{path}: not JSON (truncated?): {err}") from None
+    try:
+        results = results_model.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the file"
+        raise InputError(f"{path}: not a tau2 results file: {where}: {first['msg']}") from None
+    name = results.info.environment_info.domain_name
+    if f"tau2-{name}" not in TAU2_DOMAINS:
+        allowed = ", ".join(domain.removeprefix("tau2-") for domain in TAU2_DOMAINS)
+        raise InputError(
+            f"{path}: info.environment_info.domain_name: no castdata domain for '{name}'; allowed: {allowed}"
+        )
+    return results, hashlib.sha256(raw).hexdigest()
+
+
 def trajectory(
     domain: Tau2Domain, task, simulation: Any, trial: int, agent: ModelSpec, user: ModelSpec, mark: ImportMark
 ) -> Trajectory:
@@ -104,15 +136,16 @@ def trajectory(
     meta = [MessageMeta(t=_time(simulation.start_time))]
     user_calls: list[UserToolCall] = []
     said: list[str] = []
-    calls: dict[str, tuple[Any, str | None, Any]] = {}  # id -> (tau2 call, text of its message, replayed result)
+    calls: dict[str, tuple[Any, str | None]] = {}  # id -> (tau2 call, text of its message), until its result
     mismatch: str | None = None
     for number, message in enumerate(_flat(simulation.messages)):
         when = MessageMeta(t=_time(message.timestamp))
         if message.role == "tool":
-            call, text, result = calls.pop(message.id, (None, None, None))
+            call, text = calls.pop(message.id, (None, None))
             if call is None:
                 mismatch = mismatch or f"tau2 message {number}: a tool result without its call"
                 continue
+            result = domain.execute(db, call.name, call.arguments, call.requestor)
             recorded = message.content or ""
             if _loads(recorded) != _loads(result.observation):
                 mismatch = mismatch or f"tau2 message {number}: {call.name} returned another result on replay"
@@ -145,18 +178,15 @@ def trajectory(
         if message.role == "assistant" and text:
             said.append(text)
         for index, call in enumerate(message.tool_calls or []):
-            calls[call.id] = (
-                call,
-                text if index == 0 else None,
-                domain.execute(db, call.name, call.arguments, call.requestor),
-            )
+            calls[call.id] = (call, text if index == 0 else None)
         if text and not (message.role == "assistant" and message.tool_calls):
             messages.append({"role": message.role, "content": text})
             meta.append(when)
-    if calls:
+    termination = "infrastructure_error" if simulation.skipped else TERMINATIONS[simulation.termination_reason.value]
+    premature = termination in domain.zero_reward_terminations  # scores 0: tau2 evaluates nothing
+    if calls and not premature:
         mismatch = mismatch or f"{len(calls)} tool call(s) without a recorded result"
     score = domain.score(task, db, said)
-    termination = TERMINATIONS[simulation.termination_reason.value]
     claimed = simulation.reward_info.reward if simulation.reward_info is not None else None
     return Trajectory(
         id=episode_id(domain.name, task.split, task.index, trial),
@@ -171,20 +201,15 @@ def trajectory(
         messages=messages,
         meta=meta,
         outcome=Outcome(
-            reward=0.0 if termination in domain.zero_reward_terminations else score.reward,
+            reward=0.0 if premature else score.reward,
             db_match=score.db_match,
             outputs_found=list(score.outputs_found),
             outputs_missing=list(score.outputs_missing),
             termination_reason=termination,
-            excluded=f"not reproduced: {mismatch}" if mismatch else score.excluded,
+            error=SKIPPED if simulation.skipped else None,
+            excluded=f"not reproduced: {mismatch}" if mismatch else None if premature else score.excluded,
         ),
-        privileged=Privileged(
-            user_id=task.user_id,
-            instruction=task.instruction,
-            gold_actions=list(task.actions),
-            required_outputs=list(task.outputs),
-            user_gold_actions=[action for _, action in task.user_actions],
-        ),
+        privileged=Privileged.of(task),
         user_tool_calls=user_calls,
         imported=mark.model_copy(update={"source_reward": claimed, "reproduced": mismatch is None}),
         started_at=_time(simulation.start_time),

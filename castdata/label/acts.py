@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-TARGET_KEYS = ("order_id", "reservation_id", "user_id", "appointment_id", "patient_id")  # the record a write acts on
+# the record a write acts on (`line_id`: a tau2-telecom line)
+TARGET_KEYS = ("order_id", "reservation_id", "user_id", "appointment_id", "patient_id", "line_id")
 
 _TOPICS = {  # a fragment of a tool name -> the words agents use for that act
     "cancel": ("cancel",),

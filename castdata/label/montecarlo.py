@@ -115,6 +115,7 @@ class MonteCarlo:
                     trajectory.user,
                     max_steps=max_steps,
                     prefix=prefix,
+                    prefix_user_calls=trajectory.user_tool_calls,
                 )
 
         records = await asyncio.gather(*(one(k) for k in range(self.config.rollouts)))

@@ -62,30 +62,40 @@ class GoldPath:
 
 
 @functools.lru_cache(maxsize=4096)
-def _gold_path(domain: Domain, gold_json: str) -> GoldPath:
-    db = domain.new_database()
+def _gold_path(domain: Domain, gold_json: str, split: str, index: int) -> GoldPath:
+    task = domain.task(split, index)
+    db = domain.new_database(task)
     states: dict[Record, set] = {}
     writes = []
-    before: dict = {}
+    before = db.changes()  # the task's initial state (tau2's initialization actions)
     with episode_clock():
-        for raw in json.loads(gold_json):
+        for requestor, raw in json.loads(gold_json):
             action = Action(**raw)
-            if domain.tool_kind(action.name) != "write":
+            user = requestor == "user"
+            if (domain.user_tool_kind(action.name) if user else domain.tool_kind(action.name)) != "write":
                 continue
-            domain.execute(db, action.name, action.kwargs)
+            domain.execute(db, action.name, action.kwargs, requestor)
             after = db.changes()
             changed = changed_records(before, after)
             for record, state in changed.items():
                 states.setdefault(record, {BASE}).add(state)
-            writes.append((action, frozenset(changed)))
+            if not user:  # the user's own gold writes (dual control) shape the path but are no agent's to pair
+                writes.append((action, frozenset(changed)))
             before = after
     values = {record: record_value(db, record) for record in before}
     return GoldPath(before, {k: frozenset(v) for k, v in states.items()}, tuple(writes), values)
 
 
-def gold_path(domain: Domain, gold: list[Action]) -> GoldPath:
-    """The gold solution's replay (cached per domain and gold solution)."""
-    return _gold_path(domain, json.dumps([a.model_dump() for a in gold]))
+def gold_path(domain: Domain, trajectory: Trajectory) -> GoldPath:
+    """The gold solution's replay from the task's initial state: the record's gold actions, with the task's own
+    user-side gold calls (dual control) at their places (cached per domain, task and gold solution)."""
+    task = domain.task(trajectory.split, trajectory.task_id)
+    gold, calls = trajectory.privileged.gold_actions, []
+    for position, action in enumerate(gold):
+        calls += [("user", user.model_dump()) for before, user in task.user_actions if before == position]
+        calls.append(("assistant", action.model_dump()))
+    calls += [("user", user.model_dump()) for before, user in task.user_actions if before >= len(gold)]
+    return _gold_path(domain, json.dumps(calls), task.split, task.index)
 
 
 def replay_writes(trajectory: Trajectory, domain: Domain) -> tuple[list[Write], dict, bool]:
@@ -94,7 +104,7 @@ def replay_writes(trajectory: Trajectory, domain: Domain) -> tuple[list[Write], 
     writes = [
         Write(call.step, Action(name=call.name, kwargs=call.arguments), call.result.ok, call.changed, call.values)
         for call in reproduction.calls
-        if domain.tool_kind(call.name) == "write"
+        if call.requestor == "assistant" and domain.tool_kind(call.name) == "write"
     ]
     return writes, reproduction.db.changes(), reproduction.reproduced
 
@@ -260,7 +270,7 @@ def replay_findings(
 ) -> ReplayResult:
     """Critical findings of a failed episode; `ending` is the (step, action) that ended it, `deviating` the
     steps of writes that used other details than the user confirmed."""
-    gold = gold_path(domain, trajectory.privileged.gold_actions)
+    gold = gold_path(domain, trajectory)
     writes, final, consistent = replay_writes(trajectory, domain)
     wrong = {k for k in final.keys() | gold.final.keys() if final.get(k, BASE) != gold.final.get(k, BASE)}
     consistent = consistent and trajectory.outcome.db_match == (not wrong)

@@ -181,7 +181,9 @@ def misread_values(text: str, result: str) -> list[str]:
     wrong = []
     for key, values in numbers.items():
         name = re.escape(key.replace("_", " "))
-        for found in re.finditer(rf"\b{name}\b(?:\s*(?:on record|is|was|of|:|=))+\s*\$?(\d[\d,]*(?:\.\d+)?)", text, re.I):
+        for found in re.finditer(
+            rf"\b{name}\b(?:\s*(?:on record|is|was|of|:|=))+\s*\$?(\d[\d,]*(?:\.\d+)?)", text, re.I
+        ):
             said = float(found.group(1).replace(",", ""))
             if all(abs(said - value) > 0.005 for value in [*values, sum(values)]):
                 wrong.append(found.group(1))

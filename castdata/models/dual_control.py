@@ -8,8 +8,9 @@ calls on its phone (tool calls the episode loop executes as the user's), then re
 
 from __future__ import annotations
 
+import itertools
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from castdata.models.base import Reply, ToolCall
 from castdata.records import Action
@@ -50,6 +51,17 @@ class Phone:
     def __init__(self, task: Task) -> None:
         self.pending = [actions for _, actions in phone_requests(task)]
         self.made = 0
+
+    def resume(self, messages: list[dict[str, Any]]) -> None:
+        """Continue a recorded conversation: the requests its user already answered are done."""
+        answered = sum(
+            1
+            for message, after in itertools.pairwise(messages)
+            if message["role"] == "assistant"
+            and PHONE_REQUEST in (message.get("content") or "").lower()
+            and after["role"] == "user"
+        )
+        del self.pending[:answered]
 
     def calls_for(self, agent_message: str) -> list[ToolCall] | None:
         """Tool calls answering the agent's message when it asks for the next request, else None."""

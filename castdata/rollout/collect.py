@@ -59,14 +59,15 @@ async def collect_async(
     if config.executor.ray is None and not isinstance(out, Path):
         raise ConfigError(f"out: {out} is a URL; the local executor writes to a path (URLs need `executor: ray`)")
     keys = plan_episodes(config)[:limit]
-    agent, user = open_agent(config), open_backend(config.user, "user")
+    agent, user, judge = open_agent(config), open_backend(config.user, "user"), config.open_judge()
     try:
         await probe_endpoints(config.endpoints())
         if config.executor.ray is None:
-            manifest = await _collect_local(config, out, keys, agent, user, force, progress)
+            manifest = await _collect_local(config, out, keys, agent, user, force, progress, judge)
     finally:
-        await agent.aclose()
-        await user.aclose()
+        for backend in (agent, user, judge):
+            if backend is not None:
+                await backend.aclose()
     if config.executor.ray is not None:
         from castdata.scale.ray_executor import collect_on_ray
 
@@ -83,6 +84,7 @@ async def _collect_local(
     user: Backend,
     force: bool,
     progress: Progress,
+    judge: Backend | None,
 ) -> RunManifest:
     run_dir = RunDir(out)
     manifest = prepare_run_dir(config, run_dir, force)
@@ -96,7 +98,7 @@ async def _collect_local(
         progress.count(record.outcome.reward, record.usage_total())
 
     try:
-        await run_episodes(config, pending, agent, user, keep)
+        await run_episodes(config, pending, agent, user, keep, judge)
     finally:
         writer.close()
     manifest.ended_at = time.time()

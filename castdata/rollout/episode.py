@@ -14,7 +14,13 @@ goes on.
 Dual control (`tau2-telecom`): a user reply may be tool calls on the user's own device. They run as the user's
 (`Domain.execute(..., requestor="user")`), go to the record's `user_tool_calls` (never to `messages`, which
 stay what the agent saw), and their results go back to the user session's `observe` until it says something.
-A continued prefix does not rerun the user's calls (they are not in `messages`).
+A continued prefix reruns the recorded episode's user calls (`prefix_user_calls`) where they happened, so the
+continuation starts in the state the recorded episode had reached.
+
+tau2's NL_ASSERTION (a task whose reward basis has natural-language assertions): with a `judge` backend, the judge
+grades them on the finished conversation (`castdata.models.judge`), and the grades go to `outcome.nl_assertions`;
+without one the episode is reported as not judged (`outcome.excluded`). An episode that ended so that it scores 0
+(e.g. `max_steps`) is not judged, as in tau2.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from castdata.models.base import (
     ToolCall,
     UserSession,
 )
+from castdata.models.judge import judge_assertions
 from castdata.models.spec import ModelSpec
 from castdata.records import Action, MessageMeta, Outcome, Privileged, Trajectory, Usage, UserToolCall, episode_id
 
@@ -82,8 +89,11 @@ async def run_episode(
     max_steps: int = 30,
     max_errors: int = 5,
     prefix: list[dict[str, Any]] | None = None,
+    prefix_user_calls: list[UserToolCall] | tuple[UserToolCall, ...] = (),
+    judge: Backend | None = None,
 ) -> Trajectory:
-    """Run one episode of `task` (continuing `prefix` when given) and return its record."""
+    """Run one episode of `task` (continuing `prefix`, with the user's own calls `prefix_user_calls`, when given)
+    and return its record; `judge` grades tau2's natural-language assertions."""
     started = time.time()
     ctx = EpisodeContext(domain=domain, task=task, seed=seed)
     agent_session, user_session = agent.agent_session(ctx), user.user_session(ctx)
@@ -96,7 +106,7 @@ async def run_episode(
                 first = await user_session.reply(None)
                 transcript.add({"role": "user", "content": first.content or ""}, first)
             else:
-                steps, errors, reason = _replay(domain, db, transcript, prefix)
+                steps, errors, reason = _replay(domain, db, transcript, prefix, prefix_user_calls)
                 for session in (agent_session, user_session):
                     if hasattr(session, "resume"):
                         session.resume(transcript.messages)
@@ -122,7 +132,16 @@ async def run_episode(
             reason, error = "infrastructure_error", str(err)
         except ModelOutputError as err:
             reason, error = f"{err.role}_error", str(err)
-    score = domain.score(task, db, transcript.agent_said())
+    premature = reason in domain.zero_reward_terminations  # scores 0 whatever else: nothing to judge
+    judged = None
+    if judge is not None and domain.nl_assertions(task) and not premature:
+        try:
+            judged = await judge_assertions(
+                judge, domain.nl_assertions(task), transcript.messages, transcript.user_tool_calls
+            )
+        except InfrastructureError as err:
+            reason, error, premature = "infrastructure_error", str(err), True
+    score = domain.score(task, db, transcript.agent_said(), judged)
     injected = [*getattr(agent_session, "injected", []), *getattr(user_session, "injected", [])]  # user: user_deviation
     injected.sort(key=lambda m: m.step)
     interceptions = getattr(agent_session, "interceptions", [])  # a critic-guarded agent (castdata.critic.guard)
@@ -140,21 +159,16 @@ async def run_episode(
         messages=transcript.messages,
         meta=transcript.meta,
         outcome=Outcome(
-            reward=score.reward if reason not in domain.zero_reward_terminations else 0.0,
+            reward=0.0 if premature else score.reward,
             db_match=score.db_match,
             outputs_found=list(score.outputs_found),
             outputs_missing=list(score.outputs_missing),
             termination_reason=reason,
             error=error,
-            excluded=score.excluded,
+            excluded=None if premature else score.excluded,
+            nl_assertions=judged or [],
         ),
-        privileged=Privileged(
-            user_id=task.user_id,
-            instruction=task.instruction,
-            gold_actions=list(task.actions),
-            required_outputs=list(task.outputs),
-            user_gold_actions=[action for _, action in task.user_actions],
-        ),
+        privileged=Privileged.of(task),
         injected_mistakes=list(injected),
         interceptions=list(interceptions),
         critic_calls=list(critic_calls),
@@ -203,12 +217,20 @@ async def _user_tools(user_session: UserSession, transcript: _Transcript, answer
     raise ModelOutputError("user", f"the user made tool calls {MAX_USER_TOOL_ROUNDS} turns in a row without a message")
 
 
-def _replay(domain: Domain, db, transcript: _Transcript, prefix: list[dict[str, Any]]) -> tuple[int, int, str | None]:
-    """Continue `transcript` (the system prompt) with a recorded prefix, executing its tool calls on `db`;
-    returns (agent turns, failed tool calls, termination reason or None)."""
+def _replay(
+    domain: Domain, db, transcript: _Transcript, prefix: list[dict[str, Any]], user_calls=()
+) -> tuple[int, int, str | None]:
+    """Continue `transcript` (the system prompt) with a recorded prefix, executing its tool calls and the user's own
+    calls (each before the message it led to) on `db`; returns (agent turns, failed tool calls, termination
+    reason or None)."""
     steps, errors, reason = 0, 0, None
-    for message in prefix[1:]:
-        if message["role"] == "tool":
+    users = sorted((c for c in user_calls if c.step <= len(prefix)), key=lambda c: c.step)
+    for message in [*prefix[1:], None]:
+        while users and (message is None or users[0].step <= len(transcript.messages)):
+            call = users.pop(0)
+            result = domain.execute(db, call.name, call.arguments, "user")
+            transcript.user_tool_calls.append(call.model_copy(update={"content": result.observation, "ok": result.ok}))
+        if message is None or message["role"] == "tool":
             continue  # recomputed by executing its call
         steps += message["role"] == "assistant"
         if not message.get("tool_calls"):

@@ -77,9 +77,10 @@ async def run_episodes(
     agent: Backend,
     user: Backend,
     keep: Callable[[Trajectory], None],
+    judge: Backend | None = None,
 ) -> None:
     """Run the episodes `keys` (or those an async iterator yields as they come), `config.concurrency` at a time,
-    handing each record to `keep` as it finishes."""
+    handing each record to `keep` as it finishes; `judge` grades tau2's natural-language assertions."""
     source = keys if isinstance(keys, AsyncIterator) else _each(keys)
     turn = asyncio.Lock()  # one episode slot at a time advances the iterator
 
@@ -101,6 +102,7 @@ async def run_episodes(
                 config.user,
                 max_steps=config.max_steps,
                 max_errors=config.max_errors,
+                judge=judge,
             )
             keep(record)
 

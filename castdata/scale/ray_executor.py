@@ -155,8 +155,9 @@ async def _work(
     await dispatcher.begin.remote(worker, attempt)
     claims = _Claims(location, dispatcher, worker, attempt)
     agent, user = open_backend(config.agent, "agent"), open_backend(config.user, "user")
+    judge = config.open_judge()
     permits = ClusterPermits(broker, limited, worker, attempt)
-    for backend in (agent, user):
+    for backend in (agent, user, judge):
         if hasattr(backend, "permits"):  # the backends of remote endpoints
             backend.permits = permits
 
@@ -165,11 +166,12 @@ async def _work(
         tally.count.remote(record.outcome.reward, record.usage_total())
 
     try:
-        await run_episodes(config, claims.keys(), agent, user, keep)
+        await run_episodes(config, claims.keys(), agent, user, keep, judge)
     finally:
         claims.close()
-        await agent.aclose()
-        await user.aclose()
+        for backend in (agent, user, judge):
+            if backend is not None:
+                await backend.aclose()
         await broker.end.remote(worker, attempt)
         await tally.ended.remote(worker, pid)  # after this worker's counts: the tally has them all
     return claims.ran

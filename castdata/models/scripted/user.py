@@ -43,6 +43,7 @@ class ScriptedUser:
         self.stated = sum(1 for goal in self.goals if goal in said)
         if self.deviation is not None and self.deviation.text in said:
             self.deviation = None
+        self.phone.resume(messages)
 
     def _deviate(self) -> Reply:
         extra, self.deviation = self.deviation, None
