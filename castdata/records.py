@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from castdata.models.spec import ModelSpec
 
 TRAJECTORY_SCHEMA = "castdata.trajectory/1"
+RESPOND = "respond"  # the pseudo-action of a message to the user (tau-bench's name)
 
 TerminationReason = Literal[
     "user_stop",

@@ -85,12 +85,12 @@ def test_castdata_gold_replay_scores_one_and_a_perturbed_write_zero():
     undistinguishable = 0
     for task in all_tasks():
         domain = load_domain(task.domain)
-        assert domain.score(task, domain.replay(task.actions), [" ".join(task.outputs)]).reward == 1.0, task
+        assert domain.score(task, domain.replay(task.actions).db, [" ".join(task.outputs)]).reward == 1.0, task
         perturbed = perturbed_write(domain, task)
         if perturbed is None:
             undistinguishable += 1
             continue
-        assert domain.score(task, domain.replay(perturbed), [" ".join(task.outputs)]).reward == 0.0, task
+        assert domain.score(task, domain.replay(perturbed).db, [" ".join(task.outputs)]).reward == 0.0, task
     assert undistinguishable < 120  # tasks without a distinguishing write are listed by gold_issues
 
 
@@ -151,7 +151,7 @@ def test_unknown_tools_and_bad_arguments_are_observations():
 def test_episode_databases_are_private():
     domain = load_domain("retail")
     task = domain.task("test", 0)
-    first = domain.replay(task.actions)
+    first = domain.replay(task.actions).db
     second = domain.new_database()
     assert first.changes() and second.changes() == {}
     order_id = next(k for (table, k) in first.changes() if table == "orders")
@@ -168,7 +168,7 @@ def test_telehealth_cancellation_uses_the_episode_clock():
     with episode_clock(datetime.datetime(2031, 2, 3)):
         result = domain.execute(db, call.name, call.kwargs)
     assert result.ok and "2031-02-03" in str(db["appointments"][call.kwargs["appointment_id"]])
-    replayed = domain.replay(task.actions)  # default clock: equals the cached gold state
+    replayed = domain.replay(task.actions).db  # default clock: equals the cached gold state
     assert domain.score(task, replayed, [" ".join(task.outputs)]).db_match
 
 

@@ -22,7 +22,7 @@ from castdata.label.visible import View
 from castdata.models.scripted import MISTAKE_KINDS
 from castdata.records import InjectedMistake
 from castdata.rollout.collect import collect
-from castdata.rollout.episode import actions_of
+from castdata.messages import agent_actions
 from castdata.rollout.store import read_trajectories
 
 CASTDATA = [sys.executable, "-m", "castdata.cli"]
@@ -91,7 +91,7 @@ def test_every_action_gets_one_verified_label(scripted_run, labeled):
     assert {t.id for t in trajectories} == set(labels)
     for trajectory in trajectories:
         got = labels[trajectory.id]
-        assert [(label.step, label.action) for label in got] == actions_of(trajectory)
+        assert [(label.step, label.action) for label in got] == agent_actions(trajectory.messages)
         first = next((label.step for label in got if label.first_critical_error), None)
         for label in got:
             assert label.after_first_error == (first is not None and label.step > first)

@@ -10,22 +10,20 @@ domain lacks, e.g. a no-op `get_input_from_user`) are not executed: their record
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from castdata.envs.clock import episode_clock
 from castdata.envs.database import EpisodeDatabase
-from castdata.envs.domain import Domain, ToolResult
+from castdata.envs.domain import Domain, Replay, ToolResult
+from castdata.messages import tool_turns
 from castdata.records import Trajectory
 
 EXCERPT = 200
-BASE = "base"  # the fingerprint of a record equal to the shared base database
 
 
 @dataclass(frozen=True)
 class ReplayedCall:
-    """One executed tool call of a transcript: where, what, and the result next to the recorded one."""
+    """One tool call of a transcript: where, what, and the result next to the recorded one."""
 
     step: int  # message index of the assistant turn
     name: str
@@ -39,33 +37,22 @@ class ReplayedCall:
 
 @dataclass
 class Reproduction:
-    """The outcome of replaying a transcript: the end database and the first result that did not reproduce."""
+    """The outcome of replaying a transcript: the replay (its database) and the first result that did not reproduce."""
 
-    db: EpisodeDatabase
+    replay: Replay
     calls: list[ReplayedCall] = field(default_factory=list)
     first_mismatch: ReplayedCall | None = None
     renamed_fields: set[str] = field(default_factory=set)
 
     @property
+    def db(self) -> EpisodeDatabase:
+        """The database at the end of the replay."""
+        return self.replay.db
+
+    @property
     def reproduced(self) -> bool:
         """Whether every recorded tool result was reproduced."""
         return self.first_mismatch is None
-
-
-def changed_records(before: dict, after: dict) -> dict:
-    """The records whose fingerprint differs between two `EpisodeDatabase.changes()` maps (to the new one)."""
-    return {k: after.get(k, BASE) for k in before.keys() | after.keys() if before.get(k, BASE) != after.get(k, BASE)}
-
-
-def record_value(db: EpisodeDatabase, record: tuple[str, str]) -> Any:
-    """A private copy of one record's current value (None when the record does not exist)."""
-    table, key = record
-    return plain(db[table][key]) if key in db[table] else None
-
-
-def plain(value: Any) -> Any:
-    """A record as plain JSON data (tau2 keeps records as pydantic models)."""
-    return json.loads(json.dumps(value, default=lambda item: item.model_dump(mode="json")))
 
 
 def _renames(recorded: Any, replayed: Any, path: str, found: set[str]) -> bool:
@@ -102,45 +89,34 @@ def same_observation(recorded: str, replayed: str, renamed: set[str] | None = No
     return True
 
 
-def tool_calls(messages: list[dict[str, Any]]) -> Iterator[tuple[int, str, Any]]:
-    """(message index, tool name, arguments) of the first tool call of every assistant turn."""
-    for step, message in enumerate(messages):
-        if message["role"] == "assistant" and message.get("tool_calls"):
-            function = message["tool_calls"][0]["function"]
-            yield step, function["name"], function["arguments"]
-
-
 def replay_transcript(
     domain: Domain,
     messages: list[dict[str, Any]],
     extra: frozenset[str] = frozenset(),
     skip: frozenset[int] = frozenset(),
 ) -> Reproduction:
-    """Execute every tool call of `messages` (except at the steps in `skip`: calls that never ran) on a fresh
-    database under the episode clock, comparing each result with the recorded one."""
-    reproduction = Reproduction(domain.new_database())
-    state: dict = {}
-    with episode_clock():
-        for step, name, arguments in tool_calls(messages):
-            if step in skip:
-                continue
-            after = messages[step + 1] if step + 1 < len(messages) else None
-            recorded = after.get("content") or "" if after is not None and after["role"] == "tool" else None
-            executed = name not in extra
-            result = domain.execute(reproduction.db, name, arguments) if executed else ToolResult(recorded or "", True)
-            changed, values = {}, {}
-            if executed and domain.tool_kind(name) == "write":
-                after_state = reproduction.db.changes()
-                changed, state = changed_records(state, after_state), after_state
-                values = {record: record_value(reproduction.db, record) for record in changed}
-            call = ReplayedCall(step, name, arguments, result, recorded, executed, changed, values)
-            reproduction.calls.append(call)
-            if (
-                recorded is not None
-                and reproduction.first_mismatch is None
-                and not same_observation(recorded, result.observation, reproduction.renamed_fields)
-            ):
-                reproduction.first_mismatch = call
+    """Replay every tool call of `messages` (`Domain.replay`, except at the steps in `skip`: calls that never ran),
+    comparing each result with the recorded one."""
+    found = [(step, call) for step, call in tool_turns(messages) if step not in skip]
+    reproduction = Reproduction(domain.replay(call.action for _, call in found if call.name not in extra))
+    executed = iter(reproduction.replay.calls)
+    for step, call in found:
+        after = messages[step + 1] if step + 1 < len(messages) else None
+        recorded = after.get("content") or "" if after is not None and after["role"] == "tool" else None
+        if call.name in extra:
+            replayed = ReplayedCall(step, call.name, call.arguments, ToolResult(recorded or "", True), recorded, False)
+        else:
+            run = next(executed)
+            replayed = ReplayedCall(
+                step, call.name, call.arguments, run.result, recorded, True, run.changed, run.values
+            )
+        reproduction.calls.append(replayed)
+        if (
+            recorded is not None
+            and reproduction.first_mismatch is None
+            and not same_observation(recorded, replayed.result.observation, reproduction.renamed_fields)
+        ):
+            reproduction.first_mismatch = replayed
     return reproduction
 
 

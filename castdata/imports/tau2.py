@@ -30,7 +30,7 @@ from castdata.envs.tau2_domain import Tau2Domain
 from castdata.envs.tau2_import import tau2_module, tau2_version
 from castdata.errors import InputError, RunDirConflict
 from castdata.models.spec import ModelSpec
-from castdata.records import ImportMark, MessageMeta, Outcome, Privileged, Trajectory, UserToolCall, episode_id
+from castdata.records import Action, ImportMark, MessageMeta, Outcome, Privileged, Trajectory, UserToolCall, episode_id
 from castdata.rollout.store import (
     MANIFEST,
     TRAJECTORIES,
@@ -106,14 +106,24 @@ def trajectory(
     domain: Tau2Domain, task, simulation: Any, trial: int, agent: ModelSpec, user: ModelSpec, mark: ImportMark
 ) -> Trajectory:
     """One tau2 simulation as a castdata record: replayed, checked and rescored (see the module docstring)."""
-    db = domain.new_database(task)
+    flat = _flat(simulation.messages)
+    issued = [m for m in flat if m.role in ("assistant", "user")]
+    replay = domain.replay(
+        (
+            (call.requestor, Action(name=call.name, kwargs=call.arguments))
+            for m in issued
+            for call in m.tool_calls or []
+        ),
+        task,
+    )
+    results = iter(replay.calls)
     messages: list[dict[str, Any]] = [{"role": "system", "content": domain.policy}]
     meta = [MessageMeta(t=_time(simulation.start_time))]
     user_calls: list[UserToolCall] = []
     said: list[str] = []
     calls: dict[str, tuple[Any, str | None, Any]] = {}  # id -> (tau2 call, text of its message, replayed result)
     mismatch: str | None = None
-    for number, message in enumerate(_flat(simulation.messages)):
+    for number, message in enumerate(flat):
         when = MessageMeta(t=_time(message.timestamp))
         if message.role == "tool":
             call, text, result = calls.pop(message.id, (None, None, None))
@@ -152,17 +162,13 @@ def trajectory(
         if message.role == "assistant" and text:
             said.append(text)
         for index, call in enumerate(message.tool_calls or []):
-            calls[call.id] = (
-                call,
-                text if index == 0 else None,
-                domain.execute(db, call.name, call.arguments, call.requestor),
-            )
+            calls[call.id] = (call, text if index == 0 else None, next(results).result)
         if text and not (message.role == "assistant" and message.tool_calls):
             messages.append({"role": message.role, "content": text})
             meta.append(when)
     if calls:
         mismatch = mismatch or f"{len(calls)} tool call(s) without a recorded result"
-    score = domain.score(task, db, said)
+    score = domain.score(task, replay.db, said)
     termination = TERMINATIONS[simulation.termination_reason.value]
     claimed = simulation.reward_info.reward if simulation.reward_info is not None else None
     return Trajectory(

@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from castdata.envs.reproduce import tool_calls
 from castdata.label.acts import TARGET_KEYS, topic_words
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
+from castdata.messages import first_call, tool_turns
 from castdata.records import Action, Trajectory
 
 REFUSAL = re.compile(
@@ -151,7 +151,7 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
 
 def _tried_after(messages: list[dict[str, Any]], start: int, before: int, tool: str) -> bool:
     """Whether the agent called `tool` between `start` and `before` (a refusal it went back on)."""
-    return any(name == tool for step, name, _ in tool_calls(messages) if start < step < before)
+    return any(call.name == tool for step, call in tool_turns(messages) if start < step < before)
 
 
 def _number_kind(token: str) -> str:
@@ -214,8 +214,5 @@ def attribute(trajectory: Trajectory, findings: list[Finding]) -> list[Finding]:
 
 
 def _action_at(trajectory: Trajectory, step: int) -> Action | None:
-    message = trajectory.messages[step]
-    if not message.get("tool_calls"):
-        return None
-    function = message["tool_calls"][0]["function"]
-    return Action(name=function["name"], kwargs=function["arguments"])
+    call = first_call(trajectory.messages[step])
+    return call.action if call is not None else None

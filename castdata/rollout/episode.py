@@ -23,8 +23,10 @@ import json
 import time
 from typing import Any
 
-from castdata.envs import RESPOND, Domain, Task
+from castdata.envs import Domain, Task, ToolResult
 from castdata.envs.clock import episode_clock
+from castdata.envs.domain import Executed
+from castdata.messages import first_call, is_agent_text, tool_turns
 from castdata.models.base import (
     Backend,
     EpisodeContext,
@@ -35,7 +37,7 @@ from castdata.models.base import (
     UserSession,
 )
 from castdata.models.spec import ModelSpec
-from castdata.records import Action, MessageMeta, Outcome, Privileged, Trajectory, Usage, UserToolCall, episode_id
+from castdata.records import MessageMeta, Outcome, Privileged, Trajectory, Usage, UserToolCall, episode_id
 
 STOP = "###STOP###"
 TRANSFER = "###TRANSFER###"
@@ -58,11 +60,7 @@ class _Transcript:
         self.meta.append(MessageMeta(t=time.time(), usage=reply.usage if reply else None, violation=violation, raw=raw))
 
     def agent_said(self) -> list[str]:
-        return [
-            m["content"]
-            for m in self.messages
-            if m["role"] == "assistant" and not m.get("tool_calls") and m.get("content")
-        ]
+        return [m["content"] for m in self.messages if is_agent_text(m) and m.get("content")]
 
 
 def system_prompt(domain: Domain) -> str:
@@ -87,7 +85,8 @@ async def run_episode(
     started = time.time()
     ctx = EpisodeContext(domain=domain, task=task, seed=seed)
     agent_session, user_session = agent.agent_session(ctx), user.user_session(ctx)
-    db = domain.new_database(task)
+    replayed = domain.replay((call.action for _, call in tool_turns(prefix or [])), task)  # the prefix's calls
+    db = replayed.db
     transcript = _Transcript(system_prompt(domain))
     reason, error, steps, errors = None, None, 0, 0
     with episode_clock():
@@ -96,12 +95,11 @@ async def run_episode(
                 first = await user_session.reply(None)
                 transcript.add({"role": "user", "content": first.content or ""}, first)
             else:
-                steps, errors, reason = _replay(domain, db, transcript, prefix)
+                steps, errors, reason = _continue(domain, transcript, prefix, replayed.calls)
                 for session in (agent_session, user_session):
-                    if hasattr(session, "resume"):
-                        session.resume(transcript.messages)
+                    session.resume(transcript.messages)
                 last = transcript.messages[-1]
-                if reason is None and last["role"] == "assistant" and not last.get("tool_calls"):
+                if reason is None and is_agent_text(last):
                     reason = await _user_turn(user_session, transcript, last["content"] or "", domain, db)
             while reason is None:
                 if steps >= max_steps:
@@ -123,9 +121,7 @@ async def run_episode(
         except ModelOutputError as err:
             reason, error = f"{err.role}_error", str(err)
     score = domain.score(task, db, transcript.agent_said())
-    injected = [*getattr(agent_session, "injected", []), *getattr(user_session, "injected", [])]  # user: user_deviation
-    injected.sort(key=lambda m: m.step)
-    interceptions = getattr(agent_session, "interceptions", [])  # a critic-guarded agent (castdata.critic.guard)
+    injected = sorted([*agent_session.injected, *user_session.injected], key=lambda m: m.step)  # user: user_deviation
     return Trajectory(
         id=episode_id(domain.name, task.split, task.index, trial),
         domain=domain.name,
@@ -155,7 +151,7 @@ async def run_episode(
             user_gold_actions=[action for _, action in task.user_actions],
         ),
         injected_mistakes=list(injected),
-        interceptions=list(interceptions),
+        interceptions=list(agent_session.interceptions),
         user_tool_calls=transcript.user_tool_calls,
         started_at=started,
         ended_at=time.time(),
@@ -167,7 +163,7 @@ async def _user_turn(user_session: UserSession, transcript: _Transcript, text: s
     termination reason the answer gives, or None."""
     answer = await _user_tools(user_session, transcript, await user_session.reply(text), domain, db)
     transcript.add({"role": "user", "content": answer.content or ""}, answer)
-    for mistake in getattr(user_session, "injected", []):  # a scripted user's deviation: this message
+    for mistake in user_session.injected:  # a scripted user's deviation: this message
         if mistake.step < 0:
             mistake.step = len(transcript.messages) - 1
     if STOP in (answer.content or ""):
@@ -201,29 +197,45 @@ async def _user_tools(user_session: UserSession, transcript: _Transcript, answer
     raise ModelOutputError("user", f"the user made tool calls {MAX_USER_TOOL_ROUNDS} turns in a row without a message")
 
 
-def _replay(domain: Domain, db, transcript: _Transcript, prefix: list[dict[str, Any]]) -> tuple[int, int, str | None]:
-    """Continue `transcript` (the system prompt) with a recorded prefix, executing its tool calls on `db`;
-    returns (agent turns, failed tool calls, termination reason or None)."""
+def _continue(
+    domain: Domain, transcript: _Transcript, prefix: list[dict[str, Any]], replayed: list[Executed]
+) -> tuple[int, int, str | None]:
+    """Continue `transcript` (the system prompt) with a recorded prefix whose tool calls were `replayed` (their
+    results recomputed); returns (agent turns, failed tool calls, termination reason or None)."""
     steps, errors, reason = 0, 0, None
+    results = iter(replayed)
     for message in prefix[1:]:
         if message["role"] == "tool":
             continue  # recomputed by executing its call
         steps += message["role"] == "assistant"
-        if not message.get("tool_calls"):
+        call = first_call(message) if message["role"] == "assistant" else None
+        if call is None:
             transcript.add(message)
             continue
-        call = message["tool_calls"][0]
-        name, arguments = call["function"]["name"], call["function"]["arguments"]
-        reply = Reply(
-            content=message.get("content"), tool_calls=[ToolCall(call["id"], name, arguments, json.dumps(arguments))]
-        )
-        ok, reason = _tool_turn(domain, db, transcript, reply)
+        tool_call = ToolCall(call.id, call.name, call.arguments, json.dumps(call.arguments))
+        reply = Reply(content=message.get("content"), tool_calls=[tool_call])
+        ok, reason = _record_tool_turn(domain, transcript, reply, next(results).result)
         errors += not ok
     return steps, errors, reason
 
 
 def _tool_turn(domain: Domain, db, transcript: _Transcript, reply: Reply) -> tuple[bool, str | None]:
     """Execute the first tool call of `reply`; returns (tool succeeded, termination reason or None)."""
+    call = reply.tool_calls[0]
+    if call.arguments is None:
+        result = ToolResult(
+            f"Error: the arguments of '{call.name}' are not a JSON object: {call.raw_arguments!r}", False
+        )
+    else:
+        result = domain.execute(db, call.name, call.arguments)
+    return _record_tool_turn(domain, transcript, reply, result)
+
+
+def _record_tool_turn(
+    domain: Domain, transcript: _Transcript, reply: Reply, result: ToolResult
+) -> tuple[bool, str | None]:
+    """Add the turn executing the first tool call of `reply` and its `result`; returns (tool succeeded,
+    termination reason or None)."""
     call = reply.tool_calls[0]
     violation = None
     if len(reply.tool_calls) > 1:
@@ -240,28 +252,9 @@ def _tool_turn(domain: Domain, db, transcript: _Transcript, reply: Reply) -> tup
             {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments or {}}}
         ],
     }
-    if call.arguments is None:
-        observation, ok = f"Error: the arguments of '{call.name}' are not a JSON object: {call.raw_arguments!r}", False
-    else:
-        result = domain.execute(db, call.name, call.arguments)
-        observation, ok = result.observation, result.ok
-        if domain.tool_kind(call.name) == "unknown":
-            violation = violation or "unknown_tool"
+    if call.arguments is not None and domain.tool_kind(call.name) == "unknown":
+        violation = violation or "unknown_tool"
     transcript.add(message, reply, violation=violation, raw=raw)
-    transcript.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation})
-    transferred = ok and domain.tool_kind(call.name) == "transfer"
-    return ok, ("transfer" if transferred else None)
-
-
-def actions_of(trajectory: Trajectory) -> list[tuple[int, Action]]:
-    """Every agent action of a record as (message index, action): tool calls and `respond` messages."""
-    found = []
-    for index, message in enumerate(trajectory.messages):
-        if message["role"] != "assistant":
-            continue
-        if message.get("tool_calls"):
-            function = message["tool_calls"][0]["function"]
-            found.append((index, Action(name=function["name"], kwargs=function["arguments"])))
-        else:
-            found.append((index, Action(name=RESPOND, kwargs={"content": message.get("content") or ""})))
-    return found
+    transcript.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.observation})
+    transferred = result.ok and domain.tool_kind(call.name) == "transfer"
+    return result.ok, ("transfer" if transferred else None)

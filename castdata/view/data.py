@@ -19,7 +19,7 @@ from typing import Any
 from castdata.builders.source import Episode, iter_episodes
 from castdata.errors import InputError
 from castdata.label.schema import Label
-from castdata.label.visible import visible_content
+from castdata.messages import visible_content
 from castdata.records import Action
 from castdata.rollout.store import MANIFEST as RUN_MANIFEST
 
