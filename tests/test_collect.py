@@ -15,9 +15,9 @@ import yaml
 
 from castdata.config import CollectConfig
 from castdata.envs import load_domain
+from castdata.messages import agent_actions
 from castdata.models.scripted import MISTAKE_KINDS
 from castdata.rollout.collect import collect
-from castdata.messages import agent_actions
 from castdata.rollout.store import read_trajectories, repair
 
 CASTDATA = [sys.executable, "-m", "castdata.cli"]
@@ -138,7 +138,9 @@ def test_user_deviation_asks_for_more_and_the_oracle_serves_it(tmp_path):
         order = mistake.detail.rsplit(" ", 1)[1].rstrip(".")
         assert order not in record.privileged.instruction
         cancels = [
-            i for i, a in agent_actions(record.messages) if a.name == "cancel_pending_order" and a.kwargs["order_id"] == order
+            i
+            for i, a in agent_actions(record.messages)
+            if a.name == "cancel_pending_order" and a.kwargs["order_id"] == order
         ]
         assert cancels and cancels[0] > mistake.step
         assert mistake.outcome_breaking and record.outcome.reward == 0.0

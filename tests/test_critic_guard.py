@@ -12,10 +12,10 @@ from castdata.critic.feedback import FEEDBACK
 from castdata.critic.guard import Critique, Guard, GuardedBackend
 from castdata.critic.replay import ReplayCritic
 from castdata.envs import load_domain
+from castdata.messages import agent_actions
 from castdata.models import open_backend
 from castdata.models.spec import ModelSpec
 from castdata.rollout import episode as episode_loop
-from castdata.messages import agent_actions
 from castdata.rollout.episode import run_episode
 
 USER = ModelSpec(model="scripted-user")
@@ -70,7 +70,11 @@ def test_the_database_never_sees_an_intercepted_write(monkeypatch: pytest.Monkey
 
 def test_feedback_is_ephemeral_and_revisions_are_bounded() -> None:
     record = episode(0, {}, Guard(AlwaysInvalid(), max_revisions=2))
-    writes = [step for step, action in agent_actions(record.messages) if load_domain("retail").tool_kind(action.name) == "write"]
+    writes = [
+        step
+        for step, action in agent_actions(record.messages)
+        if load_domain("retail").tool_kind(action.name) == "write"
+    ]
 
     assert writes and sorted({i.step for i in record.interceptions}) == writes
     for step in writes:

@@ -19,10 +19,10 @@ from castdata.label.run import LabelConfig, label_run
 from castdata.label.schema import Label
 from castdata.label.stats import KIND_CATEGORY, USER_KINDS, LabelStats
 from castdata.label.visible import View
+from castdata.messages import agent_actions
 from castdata.models.scripted import MISTAKE_KINDS
 from castdata.records import InjectedMistake
 from castdata.rollout.collect import collect
-from castdata.messages import agent_actions
 from castdata.rollout.store import read_trajectories
 
 CASTDATA = [sys.executable, "-m", "castdata.cli"]
