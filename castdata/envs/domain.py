@@ -63,7 +63,8 @@ Executor = Callable[[EpisodeDatabase, str, Any, str], ToolResult]  # (db, tool n
 
 @dataclass(frozen=True)
 class Executed:
-    """One replayed tool call: who made it, the call, its result, and for a write the records it changed."""
+    """One replayed tool call: who made it, the call, its result, and (a tracked replay's) for a write the records
+    it changed."""
 
     requestor: str
     action: Action
@@ -74,13 +75,14 @@ class Executed:
 
 @dataclass
 class Replay:
-    """Tool calls executed in order on one episode database (`Domain.replay`), with what each returned and changed.
-
-    A write's changes are the records whose fingerprint differs from what the previous write left."""
+    """Tool calls executed in order on one episode database (`Domain.replay`), with what each returned and, when
+    `track` is set, changed: a write's changes are the records whose fingerprint differs from what the previous
+    write left (a fingerprint pass per write, so only replays that ask for them pay for them)."""
 
     domain: Domain
     db: EpisodeDatabase
     execute: Executor
+    track: bool = False
     calls: list[Executed] = field(default_factory=list)
     _state: dict = field(default_factory=dict)  # `db.changes()` after the last write
 
@@ -89,7 +91,7 @@ class Replay:
         with episode_clock():
             result = self.execute(self.db, action.name, action.kwargs, requestor)
         changed, values = {}, {}
-        if self.domain.call_kind(action.name, requestor) == "write":
+        if self.track and self.domain.call_kind(action.name, requestor) == "write":
             after = self.db.changes()
             changed, self._state = changed_records(self._state, after), after
             values = {record: record_value(self.db, record) for record in changed}
@@ -228,12 +230,16 @@ class Domain:
 
     # -- replay and reward ------------------------------------------------------------------------
     def replay(
-        self, calls: Iterable[Action | tuple[str, Action]], task: Task | None = None, execute: Executor | None = None
+        self,
+        calls: Iterable[Action | tuple[str, Action]],
+        task: Task | None = None,
+        execute: Executor | None = None,
+        track: bool = False,
     ) -> Replay:
         """Execute tool calls in order on a fresh database (of `task`) under the episode clock: each an agent's
         action or a (requestor, action) pair, run by `execute` (`Domain.execute` unless given). Returns the
-        database and what each call returned and changed."""
-        replay = Replay(self, self.new_database(task), execute or self.execute)
+        database and what each call returned (and with `track`, what each write changed)."""
+        replay = Replay(self, self.new_database(task), execute or self.execute, track)
         for call in calls:
             requestor, action = call if isinstance(call, tuple) else ("assistant", call)
             replay.run(action, requestor)

@@ -51,7 +51,7 @@ def perturbed_write(domain: Domain, task: Task) -> list[Action] | None:
     from castdata.models.scripted import perturb_arguments
 
     gold = domain.tool_actions(task.actions)
-    replayed = domain.replay(gold, task)
+    replayed = domain.replay(gold, task, track=True)
     visible = "\n".join(c.result.observation for c in domain.replay(domain.gold_calls(task), task).calls)
     for index in reversed(range(len(gold))):
         if domain.tool_kind(gold[index].name) != "write" or not replayed.calls[index].changed:

@@ -98,7 +98,7 @@ def replay_transcript(
     """Replay every tool call of `messages` (`Domain.replay`, except at the steps in `skip`: calls that never ran),
     comparing each result with the recorded one."""
     found = [(step, call) for step, call in tool_turns(messages) if step not in skip]
-    reproduction = Reproduction(domain.replay(call.action for _, call in found if call.name not in extra))
+    reproduction = Reproduction(domain.replay((call.action for _, call in found if call.name not in extra), track=True))
     executed = iter(reproduction.replay.calls)
     for step, call in found:
         after = messages[step + 1] if step + 1 < len(messages) else None

@@ -68,7 +68,7 @@ def _gold_path(domain: Domain, gold_json: str) -> GoldPath:
         for action in map(Action.model_validate, json.loads(gold_json))
         if domain.tool_kind(action.name) == "write"
     ]
-    replay = domain.replay(writes)
+    replay = domain.replay(writes, track=True)
     states: dict[Record, set] = {}
     for call in replay.calls:
         for record, state in call.changed.items():
