@@ -148,6 +148,24 @@ def test_unknown_tools_and_bad_arguments_are_observations():
     assert db.changes() == {}
 
 
+def test_a_replay_returns_each_result_and_when_tracked_what_each_write_changed():
+    domain = load_domain("retail")
+    task = domain.task("test", 0)
+    gold = domain.tool_actions(task.actions)
+    replay = domain.replay(gold, task, track=True)
+    assert [call.action for call in replay.calls] == gold and all(call.result.ok for call in replay.calls)
+    merged: dict = {}
+    for call in replay.calls:
+        if domain.tool_kind(call.action.name) != "write":
+            assert call.changed == call.values == {}, call.action
+        merged.update(call.changed)
+        assert set(call.values) == set(call.changed)
+    assert merged == replay.db.changes() != {}  # every change is some write's
+    untracked = domain.replay(gold, task)
+    assert untracked.db.changes() == replay.db.changes() and all(call.changed == {} for call in untracked.calls)
+    assert domain.reaches_gold(task.actions, task) and not domain.reaches_gold(perturbed_write(domain, task), task)
+
+
 def test_episode_databases_are_private():
     domain = load_domain("retail")
     task = domain.task("test", 0)
