@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from castdata.envs.domain import Task
 
 TRAJECTORY_SCHEMA = "castdata.trajectory/1"
+RESPOND = "respond"  # the pseudo-action of a message to the user (tau-bench's name)
 
 TerminationReason = Literal[
     "user_stop",

@@ -7,10 +7,10 @@ be used where they occur in the policy or in the messages before the judged acti
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from castdata.messages import visible_content
 from castdata.records import Trajectory
 
 IDENTIFIER = re.compile(
@@ -23,15 +23,6 @@ MIN_QUOTE = 3  # a quote shorter than this points at nothing
 ADDRESS = re.compile(
     r"\b\d+\s+(?:[A-Z][a-z]+\s+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Drive|Dr|Lane|Ln|Boulevard|Blvd|Way|Court|Ct|Place|Pl|Highway)\b"
 )
-
-
-def visible_content(message: dict[str, Any]) -> str:
-    """A message as the agent saw it: its text, then each tool call as `name(arguments JSON)`."""
-    parts = [message["content"]] if message.get("content") else []
-    for call in message.get("tool_calls") or []:
-        function = call["function"]
-        parts.append(f"{function['name']}({json.dumps(function['arguments'])})")
-    return "\n".join(parts)
 
 
 def identifiers(text: str, strict: bool = False) -> list[str]:

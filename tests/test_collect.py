@@ -15,9 +15,9 @@ import yaml
 
 from castdata.config import CollectConfig
 from castdata.envs import load_domain
+from castdata.messages import agent_actions
 from castdata.models.scripted import MISTAKE_KINDS
 from castdata.rollout.collect import collect
-from castdata.rollout.episode import actions_of
 from castdata.rundir import read_trajectories, repair
 
 CASTDATA = [sys.executable, "-m", "castdata.cli"]
@@ -76,7 +76,7 @@ def test_injected_mistakes_match_what_happened(tmp_path):
     seen = set()
     for record in records:
         domain = load_domain(record.domain)
-        auth_steps = [i for i, a in actions_of(record) if a.name in domain.catalog.auth_tools]
+        auth_steps = [i for i, a in agent_actions(record.messages) if a.name in domain.catalog.auth_tools]
         for mistake in record.injected_mistakes:
             seen.add(mistake.kind)
             message, meta = record.messages[mistake.step], record.meta[mistake.step]
@@ -138,7 +138,9 @@ def test_user_deviation_asks_for_more_and_the_oracle_serves_it(tmp_path):
         order = mistake.detail.rsplit(" ", 1)[1].rstrip(".")
         assert order not in record.privileged.instruction
         cancels = [
-            i for i, a in actions_of(record) if a.name == "cancel_pending_order" and a.kwargs["order_id"] == order
+            i
+            for i, a in agent_actions(record.messages)
+            if a.name == "cancel_pending_order" and a.kwargs["order_id"] == order
         ]
         assert cancels and cancels[0] > mistake.step
         assert mistake.outcome_breaking and record.outcome.reward == 0.0

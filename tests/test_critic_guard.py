@@ -11,11 +11,12 @@ import pytest
 from castdata.critic.guard import Critique, Guard, GuardedBackend
 from castdata.critic.replay import ReplayCritic
 from castdata.envs import load_domain
+from castdata.messages import agent_actions
 from castdata.models import open_backend
 from castdata.models.feedback import FEEDBACK
 from castdata.models.spec import ModelSpec
 from castdata.rollout import episode as episode_loop
-from castdata.rollout.episode import actions_of, run_episode
+from castdata.rollout.episode import run_episode
 
 USER = ModelSpec(model="scripted-user")
 
@@ -69,7 +70,11 @@ def test_the_database_never_sees_an_intercepted_write(monkeypatch: pytest.Monkey
 
 def test_feedback_is_ephemeral_and_revisions_are_bounded() -> None:
     record = episode(0, {}, Guard(AlwaysInvalid(), max_revisions=2))
-    writes = [step for step, action in actions_of(record) if load_domain("retail").tool_kind(action.name) == "write"]
+    writes = [
+        step
+        for step, action in agent_actions(record.messages)
+        if load_domain("retail").tool_kind(action.name) == "write"
+    ]
 
     assert writes and sorted({i.step for i in record.interceptions}) == writes
     for step in writes:
@@ -85,7 +90,7 @@ def test_feedback_is_ephemeral_and_revisions_are_bounded() -> None:
 def test_the_guard_judges_writes_or_every_action(scope: str) -> None:
     record = episode(0, {}, Guard(AlwaysInvalid(), scope=scope, max_revisions=0))
     judged = {i.step for i in record.interceptions}
-    acted = dict(actions_of(record))
+    acted = dict(agent_actions(record.messages))
     kinds = {load_domain("retail").tool_kind(acted[step].name) for step in judged}
     assert kinds == ({"write"} if scope == "writes" else {"write", "read", "unknown"})  # `respond` is no tool: unknown
     assert len(judged) == (

@@ -23,10 +23,10 @@ from castdata.builders.source import read_interception_labels
 from castdata.config import CollectConfig, PipelineConfig, load_config
 from castdata.errors import InputError
 from castdata.hub.local import local_split
-from castdata.label.run import LABELS, label_run
+from castdata.label.run import label_run
 from castdata.report import summarize
 from castdata.rollout.collect import collect
-from castdata.rundir import read_trajectories
+from castdata.rundir import LABELS, read_trajectories
 from castdata.train import smoke
 
 LOOP = ROOT / "configs" / "demo_critic_loop.yaml"

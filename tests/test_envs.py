@@ -85,12 +85,12 @@ def test_castdata_gold_replay_scores_one_and_a_perturbed_write_zero():
     undistinguishable = 0
     for task in all_tasks():
         domain = load_domain(task.domain)
-        assert domain.score(task, domain.replay(task.actions), [" ".join(task.outputs)]).reward == 1.0, task
+        assert domain.score(task, domain.replay(task.actions).db, [" ".join(task.outputs)]).reward == 1.0, task
         perturbed = perturbed_write(domain, task)
         if perturbed is None:
             undistinguishable += 1
             continue
-        assert domain.score(task, domain.replay(perturbed), [" ".join(task.outputs)]).reward == 0.0, task
+        assert domain.score(task, domain.replay(perturbed).db, [" ".join(task.outputs)]).reward == 0.0, task
     assert undistinguishable < 120  # tasks without a distinguishing write are listed by gold_issues
 
 
@@ -148,10 +148,28 @@ def test_unknown_tools_and_bad_arguments_are_observations():
     assert db.changes() == {}
 
 
+def test_a_replay_returns_each_result_and_when_tracked_what_each_write_changed():
+    domain = load_domain("retail")
+    task = domain.task("test", 0)
+    gold = domain.tool_actions(task.actions)
+    replay = domain.replay(gold, task, track=True)
+    assert [call.action for call in replay.calls] == gold and all(call.result.ok for call in replay.calls)
+    merged: dict = {}
+    for call in replay.calls:
+        if domain.tool_kind(call.action.name) != "write":
+            assert call.changed == call.values == {}, call.action
+        merged.update(call.changed)
+        assert set(call.values) == set(call.changed)
+    assert merged == replay.db.changes() != {}  # every change is some write's
+    untracked = domain.replay(gold, task)
+    assert untracked.db.changes() == replay.db.changes() and all(call.changed == {} for call in untracked.calls)
+    assert domain.reaches_gold(task.actions, task) and not domain.reaches_gold(perturbed_write(domain, task), task)
+
+
 def test_episode_databases_are_private():
     domain = load_domain("retail")
     task = domain.task("test", 0)
-    first = domain.replay(task.actions)
+    first = domain.replay(task.actions).db
     second = domain.new_database()
     assert first.changes() and second.changes() == {}
     order_id = next(k for (table, k) in first.changes() if table == "orders")
@@ -168,7 +186,7 @@ def test_telehealth_cancellation_uses_the_episode_clock():
     with episode_clock(datetime.datetime(2031, 2, 3)):
         result = domain.execute(db, call.name, call.kwargs)
     assert result.ok and "2031-02-03" in str(db["appointments"][call.kwargs["appointment_id"]])
-    replayed = domain.replay(task.actions)  # default clock: equals the cached gold state
+    replayed = domain.replay(task.actions).db  # default clock: equals the cached gold state
     assert domain.score(task, replayed, [" ".join(task.outputs)]).db_match
 
 

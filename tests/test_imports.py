@@ -23,8 +23,12 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("leaves", ["castdata.errors", "castdata.redact", "castdata.ui", "castdata.version"]),
     # config sections' schemas, which `castdata.config` assembles: plain pydantic models
     ("schemas", ["castdata.models.spec", "castdata.*.options"]),
-    # the records, the run directory that holds them, what the agent saw of them
-    ("records", ["castdata.records", "castdata.rundir", "castdata.visible"]),
+    # the records, typed access to their messages, the run directory that holds them, what the agent saw of them
+    # and the one rendering of a transcript
+    (
+        "records",
+        ["castdata.records", "castdata.messages", "castdata.rundir", "castdata.visible", "castdata.transcript"],
+    ),
     ("report", ["castdata.report"]),  # pass^k of a run directory
     ("envs", ["castdata.envs"]),
     ("models", ["castdata.models"]),

@@ -18,10 +18,10 @@ from castdata.label.rationale import programmatic_labels
 from castdata.label.run import LabelConfig, label_run
 from castdata.label.schema import Label
 from castdata.label.stats import KIND_CATEGORY, USER_KINDS, LabelStats
+from castdata.messages import agent_actions
 from castdata.models.scripted import MISTAKE_KINDS
 from castdata.records import InjectedMistake
 from castdata.rollout.collect import collect
-from castdata.rollout.episode import actions_of
 from castdata.rundir import read_trajectories
 from castdata.visible import View
 
@@ -94,7 +94,7 @@ def test_every_action_gets_one_verified_label(scripted_run, labeled):
     assert {t.id for t in trajectories} == set(labels)
     for trajectory in trajectories:
         got = labels[trajectory.id]
-        assert [(label.step, label.action) for label in got] == actions_of(trajectory)
+        assert [(label.step, label.action) for label in got] == agent_actions(trajectory.messages)
         first = next((label.step for label in got if label.first_critical_error), None)
         for label in got:
             assert label.after_first_error == (first is not None and label.step > first)

@@ -8,15 +8,18 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from golden.cases import CASES
 from helpers.openai_server import ChatServer
 
+from castdata.builders.critic import user_prompt
 from castdata.errors import ConfigError
 from castdata.label.run import LabelConfig, label_run, load_label_config
 from castdata.label.schema import CATEGORIES, Label
+from castdata.label.teacher import prompt
 from castdata.models.spec import ModelSpec
 
 FALLBACK_ACTION = "I can help with that."  # the success case's greeting: the teacher never gets it right
@@ -78,6 +81,18 @@ def teacher(server: ChatServer) -> ModelSpec:
 def labels_of(run: Path) -> dict[tuple[str, int], Label]:
     lines = (run / "labels" / "retail.test.jsonl").read_text().splitlines()
     return {(label.trajectory_id, label.step): label for label in map(Label.model_validate_json, lines)}
+
+
+def test_the_teacher_sees_the_conversation_as_the_critic_rows_show_it(run):
+    label_run(run)
+    draft = labels_of(run)[("retail.test.66.0", FIRST_ERROR)]
+    trajectory = CASES["retail_wrong_order_cancel"]()[0]
+    shown = prompt(trajectory, draft, [])[1]["content"]
+    row = user_prompt(SimpleNamespace(trajectory=trajectory), FIRST_ERROR)
+    conversation = row.split("Conversation so far:\n")[1].split("\n\nProposed action")[0]
+    assert f"Visible conversation before the action:\n{conversation}\n" in shown
+    assert conversation.startswith("[1] user: ") and f"\n[{FIRST_ERROR - 1}] tool " in conversation
+    assert f"(step {FIRST_ERROR}):\n[{FIRST_ERROR}] agent: " in shown and "] assistant: " not in shown
 
 
 def test_rejected_replies_are_retried_then_fall_back_and_reruns_are_cached(run):

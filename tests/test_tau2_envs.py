@@ -80,7 +80,7 @@ def test_write_tools_are_tau2s_and_proved_by_gold_replay():
 def test_episode_databases_are_private_and_start_in_the_tasks_state():
     domain = load_domain("tau2-retail")
     task = domain.task("test", 0)
-    first = domain.replay(task.actions, task)
+    first = domain.replay(task.actions, task).db
     second = domain.new_database(task)
     assert first.changes() and second.changes() == {}
     order_id = next(k for (table, k) in first.changes() if table == "orders")
@@ -111,7 +111,7 @@ def test_every_shipped_task_is_scorable_offline_and_nl_assertion_ones_are_exclud
 
     try:
         source.evaluation_criteria.reward_basis = [*original, RewardType.NL_ASSERTION]
-        score = domain.score(task, domain.replay(task.actions, task), [" ".join(task.outputs)])
+        score = domain.score(task, domain.replay(task.actions, task).db, [" ".join(task.outputs)])
     finally:
         source.evaluation_criteria.reward_basis = original
     assert score.excluded and "NL_ASSERTION" in score.excluded and score.reward == 0.0

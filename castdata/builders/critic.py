@@ -13,9 +13,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from castdata.builders.render import describe, emitted, history
+from castdata.builders.render import emitted
 from castdata.builders.source import Episode
 from castdata.label.schema import CATEGORIES, Label
+from castdata.transcript import describe, history
 
 INSTRUCTIONS = f"""You are a critic of a customer-service agent that talks to a user and calls tools under the \
 policy below. Judge the agent's proposed next action using only what the agent could see: the policy, the tools \

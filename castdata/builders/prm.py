@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from castdata.builders.render import describe, emitted, history
+from castdata.builders.render import emitted
 from castdata.builders.source import Episode
+from castdata.transcript import entry, history
 
 
 def prm_rows(episode: Episode, prompt: str) -> Iterator[dict[str, Any]]:
@@ -24,7 +25,7 @@ def prm_rows(episode: Episode, prompt: str) -> Iterator[dict[str, Any]]:
         if label.verdict == "uncertain":
             break
         seen = history(trajectory.messages, previous + 1, label.step)
-        action = f"[{label.step}] {describe(emitted(trajectory, label.step))}"
+        action = entry(label.step, emitted(trajectory, label.step))
         completions.append(f"{seen}\n{action}" if seen else action)
         labels.append(label.verdict == "valid")
         steps.append(label.step)

@@ -1,7 +1,5 @@
-"""Messages and compact text renderings shared by the critic, policy and PRM builders.
-
-The compact rendering numbers every message by its index in the trajectory (`[4] agent: tool({...})`), the
-same numbers that label evidence cites. Only what the agent saw is rendered: never `privileged`.
+"""Messages and text blocks shared by the critic, policy and PRM builders: the agent's message as it emitted it,
+an action as a message, and the policy-and-tools context. Transcripts render with `castdata.transcript`.
 """
 
 from __future__ import annotations
@@ -9,26 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from castdata.envs import RESPOND
 from castdata.label.policy import Clause
-from castdata.records import Action, Trajectory
-from castdata.visible import visible_content
-
-Message = dict[str, Any]
-
-
-def describe(message: Message) -> str:
-    """One message without its number: `user: ...`, `agent: ...` (tool calls as `name({...})`), `tool name: ...`.
-
-    The text after the prefix is the labeler's `visible_content`, so every evidence quote is a substring of it.
-    """
-    role = {"assistant": "agent", "tool": f"tool {message.get('name')}"}.get(message["role"], message["role"])
-    return f"{role}: {visible_content(message)}"
-
-
-def history(messages: list[Message], start: int, end: int) -> str:
-    """Messages `start..end-1`, one numbered entry each."""
-    return "\n".join(f"[{index}] {describe(messages[index])}" for index in range(start, end))
+from castdata.messages import Message, first_call
+from castdata.records import RESPOND, Action, Trajectory
 
 
 def _parsed(raw_arguments: Any) -> Any:
@@ -50,7 +31,8 @@ def emitted(trajectory: Trajectory, step: int) -> Message:
     if not raw:
         return message
     calls = raw if isinstance(raw, list) else [raw]
-    first_id = (message.get("tool_calls") or [{}])[0].get("id")
+    first = first_call(message)
+    first_id = first.id if first is not None else None
     return {
         "role": "assistant",
         "content": message.get("content"),

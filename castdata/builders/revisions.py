@@ -24,12 +24,12 @@ from typing import Any
 
 from castdata.builders import critic
 from castdata.builders.policy import critique_reasoning, sft_row
-from castdata.builders.render import describe
 from castdata.builders.source import Episode
 from castdata.label.interceptions import InterceptionLabel
 from castdata.label.policy import clause_table
 from castdata.label.schema import Label, structured_critique
 from castdata.label.verify import grounding_problems
+from castdata.transcript import describe
 from castdata.visible import View
 
 

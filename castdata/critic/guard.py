@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from castdata.models.base import AgentSession, Backend, EpisodeContext, Reply, UserSession
 from castdata.models.feedback import feedback_messages
-from castdata.records import CriticCall, Interception, Usage
+from castdata.records import CriticCall, InjectedMistake, Interception, Usage
 
 if TYPE_CHECKING:
     from castdata.label.schema import CritiqueJSON
@@ -88,9 +88,13 @@ class GuardedAgent:
         self.critic_calls: list[CriticCall] = []
 
     @property
-    def injected(self) -> list:
+    def injected(self) -> list[InjectedMistake]:
         """The wrapped session's injected mistakes (scripted agents)."""
-        return getattr(self.inner, "injected", [])
+        return self.inner.injected
+
+    def resume(self, messages: list[dict[str, Any]]) -> None:
+        """The wrapped session learns the conversation."""
+        self.inner.resume(messages)
 
     async def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         """The agent's accepted reply; its usage counts every proposal of the turn."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from castdata.critic.guard import Critique
-from castdata.envs.database import same_state
+from castdata.messages import first_call, tool_turns
 from castdata.models.base import EpisodeContext
 from castdata.records import Action
 
@@ -24,34 +24,22 @@ INVALID = Critique(
 )
 
 
-def executed_actions(messages: list[dict[str, Any]]) -> list[Action]:
-    """The tool calls a transcript executed, in order (the first call of each assistant turn)."""
-    found = []
-    for message in messages:
-        if message["role"] == "assistant" and message.get("tool_calls"):
-            function = message["tool_calls"][0]["function"]
-            found.append(Action(name=function["name"], kwargs=function["arguments"]))
-    return found
-
-
 class ReplayCritic:
     """Flags a proposed write after which the gold end state is out of reach (privileged replay)."""
 
     async def judge(self, ctx: EpisodeContext, messages: list[dict[str, Any]], proposed: dict[str, Any]) -> Critique:
-        calls = proposed.get("tool_calls") or []
-        if not calls or ctx.domain.tool_kind(calls[0]["function"]["name"]) != "write":
+        call = first_call(proposed)
+        if call is None or ctx.domain.tool_kind(call.name) != "write":
             return VALID
-        arguments = calls[0]["function"]["arguments"]
-        if not isinstance(arguments, dict):
+        if not isinstance(call.arguments, dict):
             return INVALID
         outstanding = [a for a in ctx.task.actions if ctx.domain.tool_kind(a.name) == "write"]
         done: list[Action] = []
-        for action in executed_actions(messages):
-            if ctx.domain.tool_kind(action.name) == "write":
-                self._stand_in(ctx, done, action, outstanding)
-            done.append(action)
-        write = Action(name=calls[0]["function"]["name"], kwargs=arguments)
-        return VALID if self._stand_in(ctx, done, write, outstanding) else INVALID
+        for _, executed in tool_turns(messages):
+            if ctx.domain.tool_kind(executed.name) == "write":
+                self._stand_in(ctx, done, executed.action, outstanding)
+            done.append(executed.action)
+        return VALID if self._stand_in(ctx, done, call.action, outstanding) else INVALID
 
     def _stand_in(self, ctx: EpisodeContext, done: list[Action], write: Action, outstanding: list[Action]) -> bool:
         """Whether `write`, after `done`, stands in for an outstanding gold write (then removed from `outstanding`)."""
@@ -59,16 +47,10 @@ class ReplayCritic:
         rest = list(outstanding)
         if gold is not None:
             rest.remove(gold)
-        if not self._reaches(ctx, [*done, write, *rest]):
+        if not ctx.domain.reaches_gold([*done, write, *rest], ctx.task):
             return False
         outstanding[:] = rest
         return True
-
-    @staticmethod
-    def _reaches(ctx: EpisodeContext, actions: list[Action]) -> bool:
-        """Whether these tool calls end in the gold database."""
-        domain, task = ctx.domain, ctx.task
-        return same_state(domain.base, domain.replay(actions).changes(), domain.gold_changes(task.split, task.index))
 
     async def aclose(self) -> None:
         return None

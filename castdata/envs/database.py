@@ -13,11 +13,13 @@ canonical form tau-bench hashes (`canonical`), so the verdict equals comparing t
 from __future__ import annotations
 
 import hashlib
+import json
 import marshal
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 _MISSING = object()
+BASE = "base"  # the fingerprint of a record equal to the shared base database
 MARSHAL_FORMAT = 2  # formats >= 3 add back-references that depend on reference counts
 
 
@@ -167,3 +169,19 @@ def same_state(base: BaseDatabase, a: dict, b: dict) -> bool:
         if left != right:
             return False
     return True
+
+
+def changed_records(before: dict, after: dict) -> dict:
+    """The records whose fingerprint differs between two `EpisodeDatabase.changes()` maps (to the new one)."""
+    return {k: after.get(k, BASE) for k in before.keys() | after.keys() if before.get(k, BASE) != after.get(k, BASE)}
+
+
+def record_value(db: EpisodeDatabase, record: tuple[str, str]) -> Any:
+    """A private copy of one record's current value (None when the record does not exist)."""
+    table, key = record
+    return plain(db[table][key]) if key in db[table] else None
+
+
+def plain(value: Any) -> Any:
+    """A record as plain JSON data (tau2 keeps records as pydantic models)."""
+    return json.loads(json.dumps(value, default=lambda item: item.model_dump(mode="json")))

@@ -12,19 +12,17 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 from castdata.envs.catalog import CATALOG, SPLITS, DomainCatalog
 from castdata.envs.clock import episode_clock, fix_clock
-from castdata.envs.database import BaseDatabase, EpisodeDatabase, same_state
+from castdata.envs.database import BaseDatabase, EpisodeDatabase, changed_records, record_value, same_state
 from castdata.envs.tau_import import import_domain_module
 from castdata.errors import UnknownName
-from castdata.records import Action, NLAssertionCheck
-
-RESPOND = "respond"
+from castdata.records import RESPOND, Action, NLAssertionCheck
 
 
 @dataclass(frozen=True)
@@ -58,6 +56,48 @@ class Score:
     outputs_found: tuple[str, ...]
     outputs_missing: tuple[str, ...]
     excluded: str | None = None  # why the reward says nothing (e.g. not judged): no pass^k, no training
+
+
+Executor = Callable[[EpisodeDatabase, str, Any, str], ToolResult]  # (db, tool name, arguments, requestor)
+
+
+@dataclass(frozen=True)
+class Executed:
+    """One replayed tool call: who made it, the call, its result, and (a tracked replay's) for a write the records
+    it changed."""
+
+    requestor: str
+    action: Action
+    result: ToolResult
+    changed: dict[tuple[str, str], str | None]  # for a write: each record it changed, to its new fingerprint
+    values: dict[tuple[str, str], Any]  # for a write: each changed record's value after it (None: deleted)
+
+
+@dataclass
+class Replay:
+    """Tool calls executed in order on one episode database (`Domain.replay`), with what each returned and, when
+    `track` is set, changed: a write's changes are the records whose fingerprint differs from what the previous
+    write left (a fingerprint pass per write, so only replays that ask for them pay for them)."""
+
+    domain: Domain
+    db: EpisodeDatabase
+    execute: Executor
+    track: bool = False
+    calls: list[Executed] = field(default_factory=list)
+    _state: dict = field(default_factory=dict)  # `db.changes()` after the last write
+
+    def run(self, action: Action, requestor: str = "assistant") -> Executed:
+        """Execute one more call under the episode clock."""
+        with episode_clock():
+            result = self.execute(self.db, action.name, action.kwargs, requestor)
+        changed, values = {}, {}
+        if self.track and self.domain.call_kind(action.name, requestor) == "write":
+            after = self.db.changes()
+            changed, self._state = changed_records(self._state, after), after
+            values = {record: record_value(self.db, record) for record in changed}
+        executed = Executed(requestor, action, result, changed, values)
+        self.calls.append(executed)
+        return executed
 
 
 class Domain:
@@ -179,25 +219,47 @@ class Domain:
         """The kind of a user tool: tau-trait's users have none (`unknown`)."""
         return "unknown"
 
+    def call_kind(self, name: str, requestor: str = "assistant") -> str:
+        """The kind of a tool call by `requestor`: `tool_kind` for the agent's, `user_tool_kind` for the user's."""
+        return self.tool_kind(name) if requestor == "assistant" else self.user_tool_kind(name)
+
     @staticmethod
     def _plain(record: Any) -> Any:
         """A stored record as plain JSON-like data."""
         return record
 
+    # -- replay and reward ------------------------------------------------------------------------
+    def replay(
+        self,
+        calls: Iterable[Action | tuple[str, Action]],
+        task: Task | None = None,
+        execute: Executor | None = None,
+        track: bool = False,
+    ) -> Replay:
+        """Execute tool calls in order on a fresh database (of `task`) under the episode clock: each an agent's
+        action or a (requestor, action) pair, run by `execute` (`Domain.execute` unless given). Returns the
+        database and what each call returned (and with `track`, what each write changed)."""
+        replay = Replay(self, self.new_database(task), execute or self.execute, track)
+        if track:
+            replay._state = replay.db.changes()  # the task's initial state: a write's changes are its own
+        for call in calls:
+            requestor, action = call if isinstance(call, tuple) else ("assistant", call)
+            replay.run(action, requestor)
+        return replay
+
+    def tool_actions(self, actions: Iterable[Action]) -> list[Action]:
+        """The actions a solution's replay executes, as tau-bench's reward replays one: `respond` and transfers
+        (which change no data) left out."""
+        return [a for a in actions if a.name != RESPOND and self.tool_kind(a.name) != "transfer"]
+
+    def reaches_gold(self, actions: Iterable[Action], task: Task) -> bool:
+        """Whether the agent's tool calls `actions`, replayed (`tool_actions`), end in `task`'s gold database."""
+        changes = self.replay(self.tool_actions(actions), task).db.changes()
+        return same_state(self.base, changes, self.gold_changes(task.split, task.index))
+
     def gold_calls(self, task: Task) -> list[tuple[str, Action]]:
         """The gold solution's tool calls in order, as (requestor, action); `respond` and transfers skipped."""
-        return [("assistant", a) for a in task.actions if a.name != RESPOND and self.tool_kind(a.name) != "transfer"]
-
-    # -- reward -----------------------------------------------------------------------------------
-    def replay(self, actions: tuple[Action, ...] | list[Action], task: Task | None = None) -> EpisodeDatabase:
-        """Run the agent's tool actions on a fresh database (of `task`) under the episode clock (skips `respond`
-        and transfers)."""
-        db = self.new_database(task)
-        with episode_clock():
-            for action in actions:
-                if action.name != RESPOND and self.tool_kind(action.name) != "transfer":
-                    self.execute(db, action.name, action.kwargs)
-        return db
+        return [("assistant", a) for a in self.tool_actions(task.actions)]
 
     def gold_changes(self, split: str, index: int) -> dict:
         """The records the gold solution of a task changes (computed once per task and process)."""
@@ -209,7 +271,7 @@ class Domain:
 
     @functools.cache
     def _gold_state(self, actions_json: str) -> dict:
-        return self.replay([Action(**raw) for raw in json.loads(actions_json)]).changes()
+        return self.replay(self.tool_actions(Action(**raw) for raw in json.loads(actions_json))).db.changes()
 
     def nl_assertions(self, task: Task) -> tuple[str, ...]:
         """The natural-language assertions a judge model must grade for the reward: tau-trait has none."""

@@ -15,22 +15,20 @@ later. So every replayed observation and state is the one the episode saw.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from castdata.envs.clock import episode_clock
 from castdata.envs.database import EpisodeDatabase
-from castdata.envs.domain import Domain, Task, ToolResult
-from castdata.records import Trajectory, UserToolCall
+from castdata.envs.domain import Domain, Replay, Task, ToolResult
+from castdata.messages import tool_turns
+from castdata.records import Action, Trajectory, UserToolCall
 
 EXCERPT = 200
-BASE = "base"  # the fingerprint of a record equal to the shared base database
 
 
 @dataclass(frozen=True)
 class ReplayedCall:
-    """One executed tool call of a transcript: where, what, and the result next to the recorded one."""
+    """One tool call of a transcript: where, what, and the result next to the recorded one."""
 
     step: int  # message index of the assistant turn (a user call: of the message that came next)
     name: str
@@ -45,33 +43,22 @@ class ReplayedCall:
 
 @dataclass
 class Reproduction:
-    """The outcome of replaying a transcript: the end database and the first result that did not reproduce."""
+    """The outcome of replaying a transcript: the replay (its database) and the first result that did not reproduce."""
 
-    db: EpisodeDatabase
+    replay: Replay
     calls: list[ReplayedCall] = field(default_factory=list)
     first_mismatch: ReplayedCall | None = None
     renamed_fields: set[str] = field(default_factory=set)
 
     @property
+    def db(self) -> EpisodeDatabase:
+        """The database at the end of the replay."""
+        return self.replay.db
+
+    @property
     def reproduced(self) -> bool:
         """Whether every recorded tool result was reproduced."""
         return self.first_mismatch is None
-
-
-def changed_records(before: dict, after: dict) -> dict:
-    """The records whose fingerprint differs between two `EpisodeDatabase.changes()` maps (to the new one)."""
-    return {k: after.get(k, BASE) for k in before.keys() | after.keys() if before.get(k, BASE) != after.get(k, BASE)}
-
-
-def record_value(db: EpisodeDatabase, record: tuple[str, str]) -> Any:
-    """A private copy of one record's current value (None when the record does not exist)."""
-    table, key = record
-    return plain(db[table][key]) if key in db[table] else None
-
-
-def plain(value: Any) -> Any:
-    """A record as plain JSON data (tau2 keeps records as pydantic models)."""
-    return json.loads(json.dumps(value, default=lambda item: item.model_dump(mode="json")))
 
 
 def _renames(recorded: Any, replayed: Any, path: str, found: set[str]) -> bool:
@@ -108,14 +95,6 @@ def same_observation(recorded: str, replayed: str, renamed: set[str] | None = No
     return True
 
 
-def tool_calls(messages: list[dict[str, Any]]) -> Iterator[tuple[int, str, Any]]:
-    """(message index, tool name, arguments) of the first tool call of every assistant turn."""
-    for step, message in enumerate(messages):
-        if message["role"] == "assistant" and message.get("tool_calls"):
-            function = message["tool_calls"][0]["function"]
-            yield step, function["name"], function["arguments"]
-
-
 def replay_transcript(
     domain: Domain,
     messages: list[dict[str, Any]],
@@ -124,47 +103,42 @@ def replay_transcript(
     task: Task | None = None,
     user_calls: list[UserToolCall] | tuple[UserToolCall, ...] = (),
 ) -> Reproduction:
-    """Execute every tool call of `messages` (except at the steps in `skip`: calls that never ran) on a fresh
-    database in `task`'s initial state under the episode clock, with the user's own calls where they happened (those
-    recorded up to the end of `messages`), comparing each result with the recorded one."""
-    reproduction = Reproduction(domain.new_database(task))
-    state = reproduction.db.changes()  # the initial state: a write's changes are its own
-    users = sorted(user_calls, key=lambda call: call.step)
-    with episode_clock():
-        for step, name, arguments in tool_calls(messages):
-            while users and users[0].step <= step:
-                state = _user_call(domain, reproduction, users.pop(0), state)
-            if step in skip:
-                continue
+    """Replay every tool call of `messages` (`Domain.replay`, except at the steps in `skip`: calls that never ran)
+    from `task`'s initial state, with the user's own calls where they happened (those recorded up to the end of
+    `messages`), comparing each result with the recorded one."""
+    found = [(step, call) for step, call in tool_turns(messages) if step not in skip]
+    users = [call for call in user_calls if call.step <= len(messages)]
+    order = sorted(
+        [(step, 1, call) for step, call in found] + [(call.step, 0, call) for call in users],
+        key=lambda item: (item[0], item[1]),  # a user's call recorded at a step ran before the agent's there
+    )
+    run = [
+        ("user", Action(name=call.name, kwargs=call.arguments)) if agent == 0 else call.action
+        for _, agent, call in order
+        if agent == 0 or call.name not in extra
+    ]
+    reproduction = Reproduction(domain.replay(run, task=task, track=True))
+    executed = iter(reproduction.replay.calls)
+    for step, agent, call in order:
+        if agent == 0:
+            done = next(executed)
+            replayed = ReplayedCall(
+                step, call.name, call.arguments, done.result, call.content, True, done.changed, done.values, "user"
+            )
+        else:
             after = messages[step + 1] if step + 1 < len(messages) else None
             recorded = after.get("content") or "" if after is not None and after["role"] == "tool" else None
-            executed = name not in extra
-            result = domain.execute(reproduction.db, name, arguments) if executed else ToolResult(recorded or "", True)
-            changed, values = {}, {}
-            if executed and domain.tool_kind(name) == "write":
-                changed, values, state = _changes(reproduction.db, state)
-            _compare(reproduction, ReplayedCall(step, name, arguments, result, recorded, executed, changed, values))
-        while users and users[0].step <= len(messages):
-            state = _user_call(domain, reproduction, users.pop(0), state)
+            if call.name in extra:
+                replayed = ReplayedCall(
+                    step, call.name, call.arguments, ToolResult(recorded or "", True), recorded, False
+                )
+            else:
+                done = next(executed)
+                replayed = ReplayedCall(
+                    step, call.name, call.arguments, done.result, recorded, True, done.changed, done.values
+                )
+        _compare(reproduction, replayed)
     return reproduction
-
-
-def _changes(db: EpisodeDatabase, state: dict) -> tuple[dict, dict, dict]:
-    """(the records changed since `state`, their values, the new state)."""
-    after = db.changes()
-    changed = changed_records(state, after)
-    return changed, {record: record_value(db, record) for record in changed}, after
-
-
-def _user_call(domain: Domain, reproduction: Reproduction, call: UserToolCall, state: dict) -> dict:
-    """Run one of the user's own recorded calls (dual control); returns the state after it."""
-    result = domain.execute(reproduction.db, call.name, call.arguments, "user")
-    changed, values, state = _changes(reproduction.db, state)
-    _compare(
-        reproduction,
-        ReplayedCall(call.step, call.name, call.arguments, result, call.content, True, changed, values, "user"),
-    )
-    return state
 
 
 def _compare(reproduction: Reproduction, call: ReplayedCall) -> None:

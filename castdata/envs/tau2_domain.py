@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import hashlib
@@ -264,11 +263,16 @@ class Tau2Domain(Domain):
     def gold_changes(self, split: str, index: int) -> dict:
         """The records the gold solution changes, replayed as tau2's evaluator does (`make_tool_call`, no sync)."""
         task = self.task(split, index)
-        db = self.new_database(task)
-        for requestor, action in self.gold_calls(task):
-            with contextlib.suppress(Exception):  # tau2 logs a failing gold call and goes on
-                db.env.make_tool_call(action.name, requestor=requestor, **action.kwargs)
-        return db.changes()
+        return self.replay(self.gold_calls(task), task, self._evaluator_call).db.changes()
+
+    @staticmethod
+    def _evaluator_call(db: Tau2Database, name: str, kwargs: dict[str, Any], requestor: str) -> ToolResult:
+        """One gold call as tau2's evaluator makes it: `make_tool_call`, no sync; a failing call is logged and
+        skipped (an error result here)."""
+        try:
+            return ToolResult(str(db.env.make_tool_call(name, requestor=requestor, **kwargs)), True)
+        except Exception as err:  # tau2 logs a failing gold call and goes on
+            return ToolResult(f"Error: {err}", False)
 
     def score(
         self,

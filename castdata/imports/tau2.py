@@ -40,7 +40,7 @@ from castdata.envs.tau2_domain import Tau2Domain
 from castdata.envs.tau2_import import tau2_module, tau2_version
 from castdata.errors import InputError, RunDirConflict
 from castdata.models.spec import ModelSpec
-from castdata.records import ImportMark, MessageMeta, Outcome, Privileged, Trajectory, UserToolCall, episode_id
+from castdata.records import Action, ImportMark, MessageMeta, Outcome, Privileged, Trajectory, UserToolCall, episode_id
 from castdata.rundir import RecordWriter, RunDir, RunManifest
 from castdata.version import __version__
 
@@ -131,21 +131,22 @@ def trajectory(
     domain: Tau2Domain, task, simulation: Any, trial: int, agent: ModelSpec, user: ModelSpec, mark: ImportMark
 ) -> Trajectory:
     """One tau2 simulation as a castdata record: replayed, checked and rescored (see the module docstring)."""
-    db = domain.new_database(task)
+    flat = _flat(simulation.messages)
+    replay = domain.replay((), task)  # each call runs when its result arrives: one never answered never ran
     messages: list[dict[str, Any]] = [{"role": "system", "content": domain.policy}]
     meta = [MessageMeta(t=_time(simulation.start_time))]
     user_calls: list[UserToolCall] = []
     said: list[str] = []
     calls: dict[str, tuple[Any, str | None]] = {}  # id -> (tau2 call, text of its message), until its result
     mismatch: str | None = None
-    for number, message in enumerate(_flat(simulation.messages)):
+    for number, message in enumerate(flat):
         when = MessageMeta(t=_time(message.timestamp))
         if message.role == "tool":
             call, text = calls.pop(message.id, (None, None))
             if call is None:
                 mismatch = mismatch or f"tau2 message {number}: a tool result without its call"
                 continue
-            result = domain.execute(db, call.name, call.arguments, call.requestor)
+            result = replay.run(Action(name=call.name, kwargs=call.arguments), call.requestor).result
             recorded = message.content or ""
             if _loads(recorded) != _loads(result.observation):
                 mismatch = mismatch or f"tau2 message {number}: {call.name} returned another result on replay"
@@ -186,7 +187,7 @@ def trajectory(
     premature = termination in domain.zero_reward_terminations  # scores 0: tau2 evaluates nothing
     if calls and not premature:
         mismatch = mismatch or f"{len(calls)} tool call(s) without a recorded result"
-    score = domain.score(task, db, said)
+    score = domain.score(task, replay.db, said)
     claimed = simulation.reward_info.reward if simulation.reward_info is not None else None
     return Trajectory(
         id=episode_id(domain.name, task.split, task.index, trial),

@@ -29,6 +29,7 @@ from castdata.envs import Domain, Task, load_domain
 from castdata.envs.reproduce import EXCERPT, Reproduction, replay_transcript
 from castdata.envs.tau_import import tau_trait_version
 from castdata.errors import InputError, RunDirConflict
+from castdata.messages import calls
 from castdata.models.spec import ModelSpec
 from castdata.records import Action, ImportMark, MessageMeta, Mismatch, Outcome, Privileged, Trajectory, episode_id
 from castdata.rundir import RecordWriter, RunDir, RunManifest
@@ -101,21 +102,21 @@ def convert_messages(traj: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
     for message in traj:
         role, violation, raw = message["role"], None, None
         if role == "assistant" and message.get("tool_calls"):
-            calls = message["tool_calls"]
-            function = calls[0]["function"]
-            arguments, raw_arguments = _arguments(function.get("arguments"))
-            if len(calls) > 1:
+            emitted = calls(message)
+            first = emitted[0]
+            arguments, raw_arguments = _arguments(first.arguments)
+            if len(emitted) > 1:
                 violation = "multiple_tool_calls"
-                raw = [{"name": c["function"]["name"], "arguments": c["function"].get("arguments")} for c in calls]
+                raw = [{"name": c.name, "arguments": c.arguments} for c in emitted]
             elif message.get("content"):
                 violation = "tool_call_with_text"
-                raw = [{"name": function["name"], "arguments": raw_arguments}]
+                raw = [{"name": first.name, "arguments": raw_arguments}]
             if arguments is None:
-                violation, raw = "malformed_tool_call", {"name": function["name"], "arguments": raw_arguments}
+                violation, raw = "malformed_tool_call", {"name": first.name, "arguments": raw_arguments}
             call = {
-                "id": calls[0].get("id") or f"call_{len(messages)}",
+                "id": first.id or f"call_{len(messages)}",
                 "type": "function",
-                "function": {"name": function["name"], "arguments": arguments or {}},
+                "function": {"name": first.name, "arguments": arguments or {}},
             }
             messages.append({"role": "assistant", "content": message.get("content") or None, "tool_calls": [call]})
         elif role == "assistant":
@@ -140,8 +141,8 @@ def extra_tools(domain: Domain, messages: list[dict[str, Any]]) -> dict[str, set
     """Tools the source harness had and the domain lacks (their calls got a non-error result), with argument names."""
     found: dict[str, set[str]] = {}
     for step, message in enumerate(messages):
-        for call in message.get("tool_calls") or []:
-            name = call["function"]["name"]
+        for call in calls(message):
+            name = call.name
             reply = messages[step + 1] if step + 1 < len(messages) else None
             answered = (
                 reply is not None
@@ -149,7 +150,7 @@ def extra_tools(domain: Domain, messages: list[dict[str, Any]]) -> dict[str, set
                 and not (reply["content"] or "").startswith(_UNKNOWN_TOOL_REPLIES)
             )
             if domain.tool_kind(name) == "unknown" and answered:
-                found.setdefault(name, set()).update(call["function"]["arguments"])
+                found.setdefault(name, set()).update(call.arguments)
     return found
 
 

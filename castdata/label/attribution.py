@@ -21,10 +21,10 @@ import json
 import re
 from typing import Any
 
-from castdata.envs.reproduce import tool_calls
 from castdata.label.acts import TARGET_KEYS, topic_words
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
+from castdata.messages import calls, first_call, is_agent_text, tool_turns
 from castdata.records import Action, Trajectory
 
 REFUSAL = re.compile(
@@ -190,13 +190,12 @@ def _searched_with(messages: list[dict[str, Any]], result: int, tokens: list[str
     """The agent's call whose result at `result` brought the write's wrong values, when the agent itself put one of
     them in that call's arguments (a search on a date or an airport the user never said): the error was made there.
     Identifiers the agent looks up are no such value (looking a record up is no error)."""
-    call = messages[result - 1] if result > 1 else {}
-    if call.get("role") != "assistant" or not call.get("tool_calls"):
+    message = messages[result - 1] if result > 1 else {"role": "none"}
+    if message["role"] != "assistant":
         return None
     said = [m.get("content") or "" for m in messages[1 : result - 1] if m["role"] == "user"]
-    for tool_call in call["tool_calls"]:
-        arguments = tool_call["function"].get("arguments")
-        for key, value in arguments.items() if isinstance(arguments, dict) else ():
+    for call in calls(message):
+        for key, value in call.arguments.items() if isinstance(call.arguments, dict) else ():
             if key.endswith(("_id", "_ids")) or not isinstance(value, str) or value not in tokens:
                 continue
             if not any(mentions(text, value) or _says_date(text, value) for text in said):
@@ -272,17 +271,17 @@ def insisted(messages: list[dict[str, Any]], before: int) -> int | None:
         if message["role"] != "user" or not _LACKS.search((message.get("content") or "").replace("\u2019", "'")):
             continue
         reply = next((i for i in range(index + 1, before) if messages[i]["role"] != "tool"), None)
-        if reply is None or messages[reply]["role"] != "assistant" or messages[reply].get("tool_calls"):
+        if reply is None or not is_agent_text(messages[reply]):
             continue  # the agent went to look the record up
         text = messages[reply].get("content") or ""
-        if _NEEDS.search(text) and not any(reply < step < before for step, _, _ in tool_calls(messages)):
+        if _NEEDS.search(text) and not any(reply < step < before for step, _ in tool_turns(messages)):
             return reply  # and it never looked anything up after
     return None
 
 
 def _tried_after(messages: list[dict[str, Any]], start: int, before: int, tool: str) -> bool:
     """Whether the agent called `tool` between `start` and `before` (a refusal it went back on)."""
-    return any(name == tool for step, name, _ in tool_calls(messages) if start < step < before)
+    return any(call.name == tool for step, call in tool_turns(messages) if start < step < before)
 
 
 def _number_kind(token: str) -> str:
@@ -349,8 +348,5 @@ def attribute(trajectory: Trajectory, findings: list[Finding]) -> list[Finding]:
 
 
 def _action_at(trajectory: Trajectory, step: int) -> Action | None:
-    message = trajectory.messages[step]
-    if not message.get("tool_calls"):
-        return None
-    function = message["tool_calls"][0]["function"]
-    return Action(name=function["name"], kwargs=function["arguments"])
+    call = first_call(trajectory.messages[step])
+    return call.action if call is not None else None

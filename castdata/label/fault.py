@@ -30,7 +30,8 @@ import json
 import re
 
 from castdata.envs import Domain
-from castdata.envs.reproduce import plain, replay_record
+from castdata.envs.database import plain
+from castdata.envs.reproduce import replay_record
 from castdata.label.acts import TARGET_KEYS, topic_words
 from castdata.label.attribution import (
     agent_text,
@@ -44,6 +45,7 @@ from castdata.label.attribution import (
 from castdata.label.findings import Finding
 from castdata.label.policy_rules import cancellation
 from castdata.label.rules import is_confirmation
+from castdata.messages import first_call
 from castdata.records import Action, Trajectory
 from castdata.visible import said_by_user
 
@@ -78,11 +80,11 @@ def gold_unreachable(trajectory: Trajectory, domain: Domain, critical: list[Find
         [trajectory.privileged.instruction, domain.policy] + [json.dumps(m.get("content")) for m in messages]
     )
     for finding in critical:
-        call = messages[finding.step].get("tool_calls")
+        call = first_call(messages[finding.step])
         gold = finding.expected
-        if not call or gold is None or gold.name != call[0]["function"]["name"]:
+        if call is None or gold is None or gold.name != call.name:
             continue
-        agent = call[0]["function"]["arguments"]
+        agent = call.arguments
         for key, value in gold.kwargs.items():
             if agent.get(key) == value:
                 continue
@@ -228,7 +230,7 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
             and missing is not None
             and missing.name == "cancel_reservation"
         ):
-            before = domain.replay(gold[: gold.index(missing)] if missing in gold else [])
+            before = domain.replay(domain.tool_actions(gold[: gold.index(missing)] if missing in gold else [])).db
             reservation = missing.kwargs.get("reservation_id", "")
             if cancellation(domain, before, reservation) == "forbidden":
                 return True  # forbidden whatever the user's reason: no agent that keeps to the policy makes it
@@ -237,13 +239,13 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
                 return True  # forbidden for the reason the user gave, and the agent declined, as the policy requires
     if len(critical) != 1 or critical[0].signal != "replay.write_off_gold" or critical[0].expected is not None:
         return False
-    call = trajectory.messages[critical[0].step].get("tool_calls")
-    if not call or call[0]["function"]["name"] != "cancel_reservation":
+    call = first_call(trajectory.messages[critical[0].step])
+    if call is None or call.name != "cancel_reservation":
         return False
     step = critical[0].step
     db = replay_record(domain, trajectory, step).db
     said = said_by_user(trajectory.messages, step)
-    allowed = cancellation(domain, db, call[0]["function"]["arguments"].get("reservation_id", ""), said) == "allowed"
+    allowed = cancellation(domain, db, call.arguments.get("reservation_id", ""), said) == "allowed"
     return allowed and "cancel" in said.lower() and proposal_of(trajectory.messages, step) is not None
 
 
@@ -277,10 +279,10 @@ def episode_fault(trajectory: Trajectory, domain: Domain, critical: list[Finding
 
 def _user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str | None:
     """The user's choice that explains a wrong write, as a `fault.*` signal, or None."""
-    call = trajectory.messages[finding.step].get("tool_calls")
-    if not call:
+    call = first_call(trajectory.messages[finding.step])
+    if call is None:
         return None
-    action = Action(name=call[0]["function"]["name"], kwargs=call[0]["function"]["arguments"])
+    action = call.action
     if _user_chose_payment(trajectory, finding.step, action, finding.expected):
         return "fault.user_chose_payment"
     if _payment_unspecified(trajectory, finding.step, action, finding.expected):

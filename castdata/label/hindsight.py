@@ -20,8 +20,8 @@ from castdata.label.fault import episode_fault
 from castdata.label.findings import Finding
 from castdata.label.replay import replay_findings
 from castdata.label.rules import rule_findings
+from castdata.messages import agent_actions
 from castdata.records import Action, Trajectory
-from castdata.rollout.episode import actions_of
 
 SKIPPED_TERMINATIONS = ("infrastructure_error", "user_error")
 
@@ -67,7 +67,7 @@ def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgem
     if trajectory.outcome.termination_reason in SKIPPED_TERMINATIONS or not trajectory.counts_for_pass_k:
         return None  # says nothing about the agent, or (an imported episode that does not reproduce) cannot be scored
     domain = domain or load_domain(trajectory.domain)
-    actions = actions_of(trajectory)
+    actions = agent_actions(trajectory.messages)
     success = trajectory.outcome.reward == 1.0
     findings = rule_findings(trajectory, domain)
     consistent, first_error, fault = True, None, None

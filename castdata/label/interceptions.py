@@ -31,7 +31,7 @@ from castdata.models import open_backend
 from castdata.models.base import Backend, EpisodeContext, Reply, ToolCall
 from castdata.models.scripted import NoisyOracleAgent
 from castdata.models.spec import ModelSpec
-from castdata.records import Action, Interception, Trajectory
+from castdata.records import Action, CriticCall, InjectedMistake, Interception, Trajectory
 from castdata.rollout.episode import run_episode
 from castdata.visible import View
 
@@ -111,6 +111,12 @@ class _ThenGoldWay:
         self.ctx, self.proposal = ctx, proposal
         self.gold = NoisyOracleAgent(ctx, {})
         self.resumed = False
+        self.injected: list[InjectedMistake] = []  # a counterfactual injects nothing, and no critic guards it
+        self.interceptions: list[Interception] = []
+        self.critic_calls: list[CriticCall] = []
+
+    def resume(self, messages: list[dict[str, Any]]) -> None:
+        """Nothing to do at the prefix: the proposal comes first, and the gold way resumes from what followed it."""
 
     async def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         if self.proposal is not None:

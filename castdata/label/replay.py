@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from castdata.envs import Domain
-from castdata.envs.clock import episode_clock
-from castdata.envs.reproduce import BASE, changed_records, plain, record_value, replay_record
+from castdata.envs.database import BASE, plain, record_value
+from castdata.envs.reproduce import replay_record
 from castdata.label.acts import TARGET_KEYS
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
@@ -63,27 +63,18 @@ class GoldPath:
 
 @functools.lru_cache(maxsize=4096)
 def _gold_path(domain: Domain, gold_json: str, split: str, index: int) -> GoldPath:
-    task = domain.task(split, index)
-    db = domain.new_database(task)
+    calls = [(requestor, Action(**raw)) for requestor, raw in json.loads(gold_json)]
+    writes = [(requestor, action) for requestor, action in calls if domain.call_kind(action.name, requestor) == "write"]
+    replay = domain.replay(writes, task=domain.task(split, index), track=True)  # from tau2's initialization actions
     states: dict[Record, set] = {}
-    writes = []
-    before = db.changes()  # the task's initial state (tau2's initialization actions)
-    with episode_clock():
-        for requestor, raw in json.loads(gold_json):
-            action = Action(**raw)
-            user = requestor == "user"
-            if (domain.user_tool_kind(action.name) if user else domain.tool_kind(action.name)) != "write":
-                continue
-            domain.execute(db, action.name, action.kwargs, requestor)
-            after = db.changes()
-            changed = changed_records(before, after)
-            for record, state in changed.items():
-                states.setdefault(record, {BASE}).add(state)
-            if not user:  # the user's own gold writes (dual control) shape the path but are no agent's to pair
-                writes.append((action, frozenset(changed)))
-            before = after
-    values = {record: record_value(db, record) for record in before}
-    return GoldPath(before, {k: frozenset(v) for k, v in states.items()}, tuple(writes), values)
+    for call in replay.calls:
+        for record, state in call.changed.items():
+            states.setdefault(record, {BASE}).add(state)
+    final = replay.db.changes()
+    values = {record: record_value(replay.db, record) for record in final}
+    # the user's own gold writes (dual control) shape the path but are no agent's to pair
+    path = tuple((call.action, frozenset(call.changed)) for call in replay.calls if call.requestor != "user")
+    return GoldPath(final, {k: frozenset(v) for k, v in states.items()}, path, values)
 
 
 def gold_path(domain: Domain, trajectory: Trajectory) -> GoldPath:
@@ -223,9 +214,7 @@ def _blocking_write(
     shared = [w for w in writes if w.step < before and w.ok and _shares_id(w.action, gold)]
     if not shared:
         return None
-    reproduction = replay_record(domain, trajectory, before)
-    with episode_clock():
-        still_possible = domain.execute(reproduction.db, gold.name, gold.kwargs).ok
+    still_possible = replay_record(domain, trajectory, before).replay.run(gold).result.ok
     return None if still_possible else shared[0]
 
 

@@ -32,6 +32,7 @@ from castdata.envs.reproduce import replay_record
 from castdata.label.acts import topic_words
 from castdata.label.findings import Finding
 from castdata.label.policy_rules import cancellation
+from castdata.messages import first_call
 from castdata.records import Action, Trajectory
 from castdata.visible import identifiers, said_by_user
 
@@ -238,11 +239,8 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
         if message["role"] != "assistant":
             continue
         violation = trajectory.meta[step].violation
-        calls = message.get("tool_calls")
-        action = None
-        if calls:
-            function = calls[0]["function"]
-            action = Action(name=function["name"], kwargs=function["arguments"])
+        call = first_call(message)
+        action = call.action if call is not None else None
         if violation in _VIOLATIONS:
             expected = action if violation in ("multiple_tool_calls", "tool_call_with_text") else None
             findings.append(Finding(step, f"rule.{violation}", _VIOLATIONS[violation], "minor", expected))

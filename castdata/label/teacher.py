@@ -27,12 +27,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from castdata.label.schema import CATEGORIES, Evidence, Label, Rationale
 from castdata.label.verify import Rejection
+from castdata.messages import visible_content
 from castdata.models import open_backend
 from castdata.models.base import Backend
 from castdata.models.spec import ModelSpec
 from castdata.records import Trajectory
 from castdata.rundir import ReplyCache
-from castdata.visible import View
+from castdata.transcript import entry, history
 
 _TEACHER_KEYS = {"backend", "model", "sampling", "chat_template_kwargs"}  # what shapes a reply
 _DRAFT_KEYS = {"verdict", "severity", "categories", "policy_refs", "evidence", "rationale", "expected_action"}
@@ -91,23 +92,16 @@ def output_schema(draft: Label) -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "required": list(properties), "properties": properties}
 
 
-def _line(view: View, step: int, trajectory: Trajectory) -> str:
-    role = view.roles[step]
-    if role == "tool":
-        role = f"tool ({trajectory.messages[step].get('name')})"
-    return f"[{step}] {role}: {view.texts[step]}"
-
-
 def prompt(trajectory: Trajectory, draft: Label, feedback: list[Rejection]) -> list[dict[str, Any]]:
     """The teacher's messages for one label (`feedback`: why its previous answer was rejected)."""
-    view = View(trajectory)
+    messages = trajectory.messages
     privileged = trajectory.privileged
     gold = "; ".join(f"{a.name}({json.dumps(a.kwargs)})" for a in privileged.gold_actions) or "no tool calls"
     outcome = trajectory.outcome
     parts = [
         "Visible conversation before the action:",
-        "\n".join(_line(view, step, trajectory) for step in range(1, draft.step)),
-        f"\nAction to judge (step {draft.step}):\n{_line(view, draft.step, trajectory)}",
+        history(messages, 1, draft.step),
+        f"\nAction to judge (step {draft.step}):\n{entry(draft.step, messages[draft.step])}",
         f"\nDraft label:\n{json.dumps(draft.model_dump(mode='json', include=_DRAFT_KEYS), indent=1)}",
         "\nPrivileged hints (never cite or mention them):",
         f"- the user's hidden goal: {privileged.instruction}",
@@ -122,7 +116,10 @@ def prompt(trajectory: Trajectory, draft: Label, feedback: list[Rejection]) -> l
             *(f"- {r.code}: {r.detail}" for r in feedback),
             "Fix every problem listed.",
         ]
-    return [{"role": "system", "content": INSTRUCTIONS + view.policy}, {"role": "user", "content": "\n".join(parts)}]
+    return [
+        {"role": "system", "content": INSTRUCTIONS + visible_content(messages[0])},
+        {"role": "user", "content": "\n".join(parts)},
+    ]
 
 
 def parse(content: str, draft: Label, teacher_model: str) -> Label:

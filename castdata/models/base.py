@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from castdata.records import Usage
+from castdata.records import CriticCall, InjectedMistake, Interception, Usage
 
 if TYPE_CHECKING:
     from castdata.envs import Domain, Task
@@ -62,9 +62,18 @@ class EpisodeContext:
 
 
 class AgentSession(Protocol):
-    """The agent in one episode."""
+    """The agent in one episode; the episode loop reads `injected`, `interceptions` and `critic_calls` into the
+    record when it ends."""
+
+    injected: list[InjectedMistake]  # the mistakes a scripted agent injected (a model's: none)
+    interceptions: list[Interception]  # what a critic intercepted (an unguarded agent's: none)
+    critic_calls: list[CriticCall]  # every judgement of the critic that guards it (an unguarded agent's: none)
 
     async def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply: ...
+
+    def resume(self, messages: list[dict[str, Any]]) -> None:
+        """Learn a recorded conversation's first `messages` before the episode continues it."""
+        ...
 
 
 class UserSession(Protocol):
@@ -74,9 +83,15 @@ class UserSession(Protocol):
     hands the results to `observe`, which answers the same way (sessions of other domains need no `observe`).
     """
 
+    injected: list[InjectedMistake]  # the deviations a scripted user injected (a model's: none)
+
     async def reply(self, agent_message: str | None) -> Reply: ...
 
     async def observe(self, results: list[tuple[ToolCall, str]]) -> Reply: ...
+
+    def resume(self, messages: list[dict[str, Any]]) -> None:
+        """Learn a recorded conversation's first `messages` before the episode continues it."""
+        ...
 
 
 class Backend(Protocol):

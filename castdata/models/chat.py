@@ -13,7 +13,7 @@ from castdata.models.base import EpisodeContext, Reply
 from castdata.models.spec import ModelSpec
 from castdata.models.toolcall_parser import parse_tool_calls
 from castdata.models.user_llm import LLMUser, parse_traits
-from castdata.records import Usage
+from castdata.records import CriticCall, InjectedMistake, Interception, Usage
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,15 @@ class ChatAgent:
     def __init__(self, backend: ChatBackend, seed: int | None) -> None:
         self.backend = backend
         self.seed = seed
+        self.injected: list[InjectedMistake] = []
+        self.interceptions: list[Interception] = []
+        self.critic_calls: list[CriticCall] = []
 
     async def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         return await self.backend.chat(messages, tools=tools, seed=self.seed)
+
+    def resume(self, messages: list[dict[str, Any]]) -> None:
+        """Nothing to learn: each turn sends the model the whole conversation."""
 
 
 class ChatBackend:

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from castdata.messages import calls
+
 FEEDBACK = "Not executed: a critic judged this action invalid."
 
 
 def feedback_messages(proposed: dict[str, Any], critique: str) -> list[dict[str, Any]]:
     """The rejected proposal followed by the critic's feedback, to append to the agent's messages."""
     note = f"{FEEDBACK}\n{critique}\nPropose a revised action."
-    calls = proposed.get("tool_calls") or []
-    if not calls:
+    proposed_calls = calls(proposed)
+    if not proposed_calls:
         return [proposed, {"role": "system", "content": note}]
-    replies = [{"role": "tool", "tool_call_id": c["id"], "name": c["function"]["name"], "content": note} for c in calls]
+    replies = [{"role": "tool", "tool_call_id": c.id, "name": c.name, "content": note} for c in proposed_calls]
     return [proposed, *replies]
 
 

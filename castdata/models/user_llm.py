@@ -17,7 +17,7 @@ from typing import Any
 
 from castdata.errors import ConfigError
 from castdata.models.base import EpisodeContext, ModelOutputError, Reply, ToolCall
-from castdata.records import Usage
+from castdata.records import InjectedMistake, Usage
 
 ChatFn = Callable[..., Awaitable[Reply]]
 """`chat(messages, *, tools=None, json_schema=None, seed=None) -> Reply`: one chat completion."""
@@ -99,6 +99,7 @@ class LLMUser:
             {"role": "system", "content": user_system_prompt(ctx.task.instruction, traits, self.tools is not None)},
             {"role": "user", "content": AGENT_GREETING},
         ]
+        self.injected: list[InjectedMistake] = []
 
     def resume(self, messages: list[dict[str, Any]]) -> None:
         """Continue a recorded conversation (the agent's transcript): its user messages and agent messages to the

@@ -29,8 +29,10 @@ import json
 import time
 from typing import Any
 
-from castdata.envs import RESPOND, Domain, Task
+from castdata.envs import Domain, Task, ToolResult
 from castdata.envs.clock import episode_clock
+from castdata.envs.domain import Executed
+from castdata.messages import Call, first_call, is_agent_text, tool_turns
 from castdata.models.base import (
     Backend,
     EpisodeContext,
@@ -65,11 +67,7 @@ class _Transcript:
         self.meta.append(MessageMeta(t=time.time(), usage=reply.usage if reply else None, violation=violation, raw=raw))
 
     def agent_said(self) -> list[str]:
-        return [
-            m["content"]
-            for m in self.messages
-            if m["role"] == "assistant" and not m.get("tool_calls") and m.get("content")
-        ]
+        return [m["content"] for m in self.messages if is_agent_text(m) and m.get("content")]
 
 
 def system_prompt(domain: Domain) -> str:
@@ -97,7 +95,15 @@ async def run_episode(
     started = time.time()
     ctx = EpisodeContext(domain=domain, task=task, seed=seed)
     agent_session, user_session = agent.agent_session(ctx), user.user_session(ctx)
-    db = domain.new_database(task)
+    ordered = _prefix_calls(prefix or [], prefix_user_calls)
+    replayed = domain.replay(  # the prefix's calls, the user's own included
+        [
+            ("user", Action(name=c.name, kwargs=c.arguments)) if isinstance(c, UserToolCall) else c.action
+            for c in ordered
+        ],
+        task,
+    )
+    db = replayed.db
     transcript = _Transcript(system_prompt(domain))
     reason, error, steps, errors = None, None, 0, 0
     with episode_clock():
@@ -106,12 +112,11 @@ async def run_episode(
                 first = await user_session.reply(None)
                 transcript.add({"role": "user", "content": first.content or ""}, first)
             else:
-                steps, errors, reason = _replay(domain, db, transcript, prefix, prefix_user_calls)
+                steps, errors, reason = _continue(domain, transcript, prefix, ordered, replayed.calls)
                 for session in (agent_session, user_session):
-                    if hasattr(session, "resume"):
-                        session.resume(transcript.messages)
+                    session.resume(transcript.messages)
                 last = transcript.messages[-1]
-                if reason is None and last["role"] == "assistant" and not last.get("tool_calls"):
+                if reason is None and is_agent_text(last):
                     reason = await _user_turn(user_session, transcript, last["content"] or "", domain, db)
             while reason is None:
                 if steps >= max_steps:
@@ -142,10 +147,7 @@ async def run_episode(
         except InfrastructureError as err:
             reason, error, premature = "infrastructure_error", str(err), True
     score = domain.score(task, db, transcript.agent_said(), judged)
-    injected = [*getattr(agent_session, "injected", []), *getattr(user_session, "injected", [])]  # user: user_deviation
-    injected.sort(key=lambda m: m.step)
-    interceptions = getattr(agent_session, "interceptions", [])  # a critic-guarded agent (castdata.critic.guard)
-    critic_calls = getattr(agent_session, "critic_calls", [])
+    injected = sorted([*agent_session.injected, *user_session.injected], key=lambda m: m.step)  # user: user_deviation
     return Trajectory(
         id=episode_id(domain.name, task.split, task.index, trial),
         domain=domain.name,
@@ -170,8 +172,8 @@ async def run_episode(
         ),
         privileged=Privileged.of(task),
         injected_mistakes=list(injected),
-        interceptions=list(interceptions),
-        critic_calls=list(critic_calls),
+        interceptions=list(agent_session.interceptions),
+        critic_calls=list(agent_session.critic_calls),
         user_tool_calls=transcript.user_tool_calls,
         started_at=started,
         ended_at=time.time(),
@@ -183,7 +185,7 @@ async def _user_turn(user_session: UserSession, transcript: _Transcript, text: s
     termination reason the answer gives, or None."""
     answer = await _user_tools(user_session, transcript, await user_session.reply(text), domain, db)
     transcript.add({"role": "user", "content": answer.content or ""}, answer)
-    for mistake in getattr(user_session, "injected", []):  # a scripted user's deviation: this message
+    for mistake in user_session.injected:  # a scripted user's deviation: this message
         if mistake.step < 0:
             mistake.step = len(transcript.messages) - 1
     if STOP in (answer.content or ""):
@@ -217,37 +219,62 @@ async def _user_tools(user_session: UserSession, transcript: _Transcript, answer
     raise ModelOutputError("user", f"the user made tool calls {MAX_USER_TOOL_ROUNDS} turns in a row without a message")
 
 
-def _replay(
-    domain: Domain, db, transcript: _Transcript, prefix: list[dict[str, Any]], user_calls=()
+def _prefix_calls(prefix: list[dict[str, Any]], user_calls) -> list[Call | UserToolCall]:
+    """The tool calls of a recorded prefix in the order they ran: the user's own (dual control) before the
+    message each led to."""
+    agent = [(step, 1, call) for step, call in tool_turns(prefix)]
+    users = [(call.step, 0, call) for call in user_calls if call.step <= len(prefix)]
+    return [call for _, _, call in sorted(agent + users, key=lambda item: item[:2])]
+
+
+def _continue(
+    domain: Domain,
+    transcript: _Transcript,
+    prefix: list[dict[str, Any]],
+    ordered: list[Call | UserToolCall],
+    replayed: list[Executed],
 ) -> tuple[int, int, str | None]:
-    """Continue `transcript` (the system prompt) with a recorded prefix, executing its tool calls and the user's own
-    calls (each before the message it led to) on `db`; returns (agent turns, failed tool calls, termination
+    """Continue `transcript` (the system prompt) with a recorded prefix whose tool calls (`ordered`, the user's own
+    included) were `replayed` (their results recomputed); returns (agent turns, failed tool calls, termination
     reason or None)."""
     steps, errors, reason = 0, 0, None
-    users = sorted((c for c in user_calls if c.step <= len(prefix)), key=lambda c: c.step)
+    users = [(call, done.result) for call, done in zip(ordered, replayed) if isinstance(call, UserToolCall)]
+    results = iter(done.result for call, done in zip(ordered, replayed) if not isinstance(call, UserToolCall))
     for message in [*prefix[1:], None]:
-        while users and (message is None or users[0].step <= len(transcript.messages)):
-            call = users.pop(0)
-            result = domain.execute(db, call.name, call.arguments, "user")
+        while users and (message is None or users[0][0].step <= len(transcript.messages)):
+            call, result = users.pop(0)
             transcript.user_tool_calls.append(call.model_copy(update={"content": result.observation, "ok": result.ok}))
         if message is None or message["role"] == "tool":
             continue  # recomputed by executing its call
         steps += message["role"] == "assistant"
-        if not message.get("tool_calls"):
+        call = first_call(message) if message["role"] == "assistant" else None
+        if call is None:
             transcript.add(message)
             continue
-        call = message["tool_calls"][0]
-        name, arguments = call["function"]["name"], call["function"]["arguments"]
-        reply = Reply(
-            content=message.get("content"), tool_calls=[ToolCall(call["id"], name, arguments, json.dumps(arguments))]
-        )
-        ok, reason = _tool_turn(domain, db, transcript, reply)
+        tool_call = ToolCall(call.id, call.name, call.arguments, json.dumps(call.arguments))
+        reply = Reply(content=message.get("content"), tool_calls=[tool_call])
+        ok, reason = _record_tool_turn(domain, transcript, reply, next(results))
         errors += not ok
     return steps, errors, reason
 
 
 def _tool_turn(domain: Domain, db, transcript: _Transcript, reply: Reply) -> tuple[bool, str | None]:
     """Execute the first tool call of `reply`; returns (tool succeeded, termination reason or None)."""
+    call = reply.tool_calls[0]
+    if call.arguments is None:
+        result = ToolResult(
+            f"Error: the arguments of '{call.name}' are not a JSON object: {call.raw_arguments!r}", False
+        )
+    else:
+        result = domain.execute(db, call.name, call.arguments)
+    return _record_tool_turn(domain, transcript, reply, result)
+
+
+def _record_tool_turn(
+    domain: Domain, transcript: _Transcript, reply: Reply, result: ToolResult
+) -> tuple[bool, str | None]:
+    """Add the turn executing the first tool call of `reply` and its `result`; returns (tool succeeded,
+    termination reason or None)."""
     call = reply.tool_calls[0]
     violation = None
     if len(reply.tool_calls) > 1:
@@ -264,28 +291,9 @@ def _tool_turn(domain: Domain, db, transcript: _Transcript, reply: Reply) -> tup
             {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments or {}}}
         ],
     }
-    if call.arguments is None:
-        observation, ok = f"Error: the arguments of '{call.name}' are not a JSON object: {call.raw_arguments!r}", False
-    else:
-        result = domain.execute(db, call.name, call.arguments)
-        observation, ok = result.observation, result.ok
-        if domain.tool_kind(call.name) == "unknown":
-            violation = violation or "unknown_tool"
+    if call.arguments is not None and domain.tool_kind(call.name) == "unknown":
+        violation = violation or "unknown_tool"
     transcript.add(message, reply, violation=violation, raw=raw)
-    transcript.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation})
-    transferred = ok and domain.tool_kind(call.name) == "transfer"
-    return ok, ("transfer" if transferred else None)
-
-
-def actions_of(trajectory: Trajectory) -> list[tuple[int, Action]]:
-    """Every agent action of a record as (message index, action): tool calls and `respond` messages."""
-    found = []
-    for index, message in enumerate(trajectory.messages):
-        if message["role"] != "assistant":
-            continue
-        if message.get("tool_calls"):
-            function = message["tool_calls"][0]["function"]
-            found.append((index, Action(name=function["name"], kwargs=function["arguments"])))
-        else:
-            found.append((index, Action(name=RESPOND, kwargs={"content": message.get("content") or ""})))
-    return found
+    transcript.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.observation})
+    transferred = result.ok and domain.tool_kind(call.name) == "transfer"
+    return result.ok, ("transfer" if transferred else None)

@@ -19,10 +19,10 @@ from typing import Any
 from castdata.builders.source import Episode, iter_episodes
 from castdata.errors import InputError
 from castdata.label.schema import Label
+from castdata.messages import visible_content
 from castdata.records import Action
 from castdata.rundir import MANIFEST as RUN_MANIFEST
 from castdata.rundir import is_run_dir
-from castdata.visible import visible_content
 
 FILTER_KEYS = ("domain", "split", "outcome", "category", "user_fault", "source", "termination", "agent")
 """Index fields `--filter KEY=VALUE` (and the page's filter menus) select on; `category` matches any invalid label's."""

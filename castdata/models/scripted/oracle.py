@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from castdata.envs import RESPOND
-from castdata.envs.database import same_state
 from castdata.envs.perturb import misread, other_write_tool, perturb_arguments, without_item
+from castdata.messages import is_agent_text, tool_turns
 from castdata.models.base import EpisodeContext, Reply, ToolCall
 from castdata.models.feedback import transcript_length
 from castdata.models.scripted.goals import deviation, goals, identity
 from castdata.models.scripted.plan import ANYTHING_ELSE, Step, amount_on_record, confirmation, end_text, plan
-from castdata.records import Action, InjectedMistake
+from castdata.records import Action, CriticCall, InjectedMistake, Interception
 
 MISTAKE_KINDS = (
     "wrong_argument",  # a write with one argument changed to another plausible value (outcome-breaking)
@@ -78,6 +78,8 @@ class NoisyOracleAgent:
         self.mistakes = mistakes
         self.revise = revise  # the chance that a mistake sent back by a critic is revised the gold way
         self.injected: list[InjectedMistake] = []
+        self.interceptions: list[Interception] = []  # no critic guards it
+        self.critic_calls: list[CriticCall] = []
         self.requests = goals(ctx.domain, ctx.task)
         self.deviation = deviation(ctx.domain, ctx.task)
         self.steps = plan(ctx.domain, ctx.task)
@@ -92,12 +94,8 @@ class NoisyOracleAgent:
     def resume(self, messages: list[dict[str, Any]]) -> None:
         """Continue a recorded conversation: play the plan's steps it has not made (calls not executed, messages not
         said), rolling for mistakes as usual, and skip a first move that repeats its last agent message."""
-        executed = [
-            Action(name=c["function"]["name"], kwargs=c["function"]["arguments"])
-            for m in messages
-            for c in (m.get("tool_calls") or [])[:1]
-        ]
-        said = [m.get("content") for m in messages if m["role"] == "assistant" and not m.get("tool_calls")]
+        executed = [call.action for _, call in tool_turns(messages)]
+        said = [m.get("content") for m in messages if is_agent_text(m)]
         remaining = []
         for step in self.steps:
             if step.action is not None and step.action in executed:
@@ -282,23 +280,17 @@ class NoisyOracleAgent:
             for a in self.ctx.task.actions
             if a.name != RESPOND and not any(a is s for s in skipped)
         ]
-        return self._differs(gold)
+        return not self.ctx.domain.reaches_gold(gold, self.ctx.task)
 
     def _swap_breaks(self, first: Action, second: Action) -> bool:
         """Privileged check: does making `second` before `first` leave another database than the gold solution?"""
         gold = [a for a in self.ctx.task.actions if a.name != RESPOND]
         swapped = [second if a is first else first if a is second else a for a in gold]
-        return self._differs(swapped)
-
-    def _differs(self, actions: list[Action]) -> bool:
-        domain, task = self.ctx.domain, self.ctx.task
-        return not same_state(
-            domain.base, domain.replay(actions).changes(), domain.gold_changes(task.split, task.index)
-        )
+        return not self.ctx.domain.reaches_gold(swapped, self.ctx.task)
 
     def _unsaid(self, messages: list[dict[str, Any]], say: str) -> bool:
         """Whether a required output stays unsaid with this message (the reward's check: case and commas ignored)."""
-        said = [str(m.get("content") or "") for m in messages if m["role"] == "assistant" and not m.get("tool_calls")]
+        said = [str(m.get("content") or "") for m in messages if is_agent_text(m)]
         texts = [text.lower().replace(",", "") for text in [*said, say]]
         return any(not any(output.lower() in text for text in texts) for output in self.ctx.task.outputs)
 
@@ -429,7 +421,7 @@ def _guessed(move: Move, lookup: Step) -> list[Move]:
 def _amount_on_record(messages: list[dict[str, Any]], domain) -> tuple[str, str] | None:
     """The amount the latest successful write's result shows, since the agent last wrote to the user."""
     for message in reversed(messages):
-        if message["role"] == "assistant" and not message.get("tool_calls"):
+        if is_agent_text(message):
             return None
         if (
             message["role"] == "tool"

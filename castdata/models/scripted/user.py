@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from castdata.envs import RESPOND
-from castdata.envs.database import same_state
 from castdata.models.base import EpisodeContext, Reply, ToolCall
 from castdata.models.dual_control import Phone
 from castdata.models.scripted.goals import deviation, goals, identity
@@ -47,11 +45,8 @@ class ScriptedUser:
 
     def _deviate(self) -> Reply:
         extra, self.deviation = self.deviation, None
-        domain, task = self.ctx.domain, self.ctx.task
-        gold = [a for a in task.actions if a.name != RESPOND]
-        breaking = not same_state(
-            domain.base, domain.replay([*gold, extra.action]).changes(), domain.gold_changes(task.split, task.index)
-        )
+        task = self.ctx.task
+        breaking = not self.ctx.domain.reaches_gold([*task.actions, extra.action], task)
         self.injected.append(
             InjectedMistake(kind="user_deviation", step=-1, outcome_breaking=breaking, detail=extra.text)
         )
