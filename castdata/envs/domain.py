@@ -4,7 +4,8 @@ tau2-bench's domains (`tau2-*`) have their own adapter, `castdata.envs.tau2_doma
 `load_domain` picks it by the name's `tau2-` prefix.
 
 Everything expensive happens once per process: the JSON tables are read once (`load_domain` is cached),
-and each task's gold end state is computed once (`Domain.gold_changes` is cached).
+each task's gold end state is computed once (`Domain.gold_changes` is cached), and a read call's result on the
+shared base is reused while the records it read are unchanged (`castdata.envs.reads`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from castdata.envs.catalog import CATALOG, DOMAINS, SPLITS, DomainCatalog
 from castdata.envs.clock import episode_clock, fix_clock
 from castdata.envs.database import BaseDatabase, EpisodeDatabase, same_state
+from castdata.envs.reads import ReadMemo
 from castdata.envs.tau_import import import_domain_module
 from castdata.errors import UnknownName
 from castdata.records import Action
@@ -76,6 +78,7 @@ class Domain:
         self.policy: str = import_domain_module(name, "wiki").WIKI
         self.rules: list[str] = list(import_domain_module(name, "rules").RULES)
         self.base = BaseDatabase(import_domain_module(name, "data").load_data())
+        self.reads = ReadMemo(self.base)  # read calls' results on the base, reused while what they read is unchanged
         self._tasks: dict[str, tuple[Task, ...]] = {}
 
     # -- tools ------------------------------------------------------------------------------------
@@ -105,16 +108,12 @@ class Domain:
         if not isinstance(kwargs, dict):
             return ToolResult(f"Error: arguments of '{name}' must be a JSON object", False)
         try:
-            inspect.signature(tool.invoke).bind(data=db, **kwargs)
+            _signature(tool.invoke).bind(data=db, **kwargs)
         except TypeError as err:
             return ToolResult(f"Error: bad arguments for '{name}': {err}", False)
-        try:
-            observation = tool.invoke(data=db, **kwargs)
-        except Exception as err:  # tau-bench semantics: a failing tool is an observation
-            return ToolResult(f"Error: {err}", False)
-        if not isinstance(observation, str):
-            observation = json.dumps(observation)
-        return ToolResult(observation, not observation.startswith("Error"))
+        if self.tool_kind(name) == "read" and getattr(db, "base", None) is self.base:
+            return self.reads.run(db, name, kwargs, functools.partial(_invoke, tool))
+        return _invoke(tool, db, kwargs)
 
     # -- tasks ------------------------------------------------------------------------------------
     def splits(self) -> tuple[str, ...]:
@@ -200,24 +199,42 @@ class Domain:
 
     def gold_changes(self, split: str, index: int) -> dict:
         """The records the gold solution of a task changes (computed once per task and process)."""
-        return self.gold_state(self.task(split, index).actions)
+        return self.end_state(self.task(split, index).actions)
 
-    def gold_state(self, actions: tuple[Action, ...] | list[Action]) -> dict:
-        """The records a gold solution changes (computed once per solution and process)."""
-        return self._gold_state(json.dumps([action.model_dump() for action in actions]))
+    def end_state(self, actions: tuple[Action, ...] | list[Action]) -> dict:
+        """`replay(actions).changes()`: the records a list of actions (a gold solution, or a variant of one the
+        scripted models check) changes; remembered per list for the process's most recent 8,192 lists."""
+        return self._end_state(json.dumps([action.model_dump() for action in actions]))
 
-    @functools.cache
-    def _gold_state(self, actions_json: str) -> dict:
+    @functools.lru_cache(maxsize=8192)
+    def _end_state(self, actions_json: str) -> dict:
         return self.replay([Action(**raw) for raw in json.loads(actions_json)]).changes()
 
     def score(self, task: Task, db: EpisodeDatabase, agent_messages: list[str]) -> Score:
         """tau-bench's reward: the database equals the gold replay's, and every required output was said."""
-        db_match = same_state(self.base, db.changes(), self.gold_state(task.actions))
+        db_match = same_state(self.base, db.changes(), self.end_state(task.actions))
         said = [message.lower().replace(",", "") for message in agent_messages]
         found = tuple(output for output in task.outputs if any(output.lower() in text for text in said))
         missing = tuple(output for output in task.outputs if output not in found)
         reward = 1.0 if db_match and not missing else 0.0
         return Score(reward, db_match, found, missing)
+
+
+@functools.cache
+def _signature(function: Any) -> inspect.Signature:
+    """A tool's call signature (computed once per tool and process)."""
+    return inspect.signature(function)
+
+
+def _invoke(tool: Any, db: EpisodeDatabase, kwargs: dict[str, Any]) -> ToolResult:
+    """One tau-trait tool call; an exception becomes an error observation (tau-bench semantics)."""
+    try:
+        observation = tool.invoke(data=db, **kwargs)
+    except Exception as err:
+        return ToolResult(f"Error: {err}", False)
+    if not isinstance(observation, str):
+        observation = json.dumps(observation)
+    return ToolResult(observation, not observation.startswith("Error"))
 
 
 def _find_key(record: Any, key: str) -> Any:
