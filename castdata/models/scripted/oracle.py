@@ -289,9 +289,7 @@ class NoisyOracleAgent:
 
     def _differs(self, actions: list[Action]) -> bool:
         domain, task = self.ctx.domain, self.ctx.task
-        return not same_state(
-            domain.base, domain.replay(actions).changes(), domain.gold_changes(task.split, task.index)
-        )
+        return not same_state(domain.base, domain.end_state(actions), domain.gold_changes(task.split, task.index))
 
     def _unsaid(self, messages: list[dict[str, Any]], say: str) -> bool:
         """Whether a required output stays unsaid with this message (the reward's check: case and commas ignored)."""

@@ -49,7 +49,7 @@ class ScriptedUser:
         domain, task = self.ctx.domain, self.ctx.task
         gold = [a for a in task.actions if a.name != RESPOND]
         breaking = not same_state(
-            domain.base, domain.replay([*gold, extra.action]).changes(), domain.gold_changes(task.split, task.index)
+            domain.base, domain.end_state([*gold, extra.action]), domain.gold_changes(task.split, task.index)
         )
         self.injected.append(
             InjectedMistake(kind="user_deviation", step=-1, outcome_breaking=breaking, detail=extra.text)
