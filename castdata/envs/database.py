@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 _MISSING = object()
@@ -159,7 +159,7 @@ class BaseDatabase:
 class EpisodeDatabase(dict):
     """`data` as tau-trait tools expect it (`data["orders"][order_id]`), private to one episode."""
 
-    def __init__(self, base: BaseDatabase, table: type[EpisodeTable] = EpisodeTable) -> None:
+    def __init__(self, base: BaseDatabase, table: Callable[[BaseTable], EpisodeTable] = EpisodeTable) -> None:
         super().__init__({name: table(records) for name, records in base.tables.items()})
         self.base = base
 

@@ -24,16 +24,24 @@ Footprint = dict[str, frozenset[str] | None]  # table -> the keys a call looked 
 
 
 class _Recording(EpisodeTable):
-    """An episode table that notes the keys a tool looks up and whether it iterates the table."""
+    """An episode table that notes the keys a tool looks up and whether it iterates the table. Its records come from
+    `pool`, records decoded once and shared by every scratch run: a run that changed one drops it from the pool."""
 
-    def __init__(self, base: Any) -> None:
+    def __init__(self, base: Any, pool: dict[str, Any]) -> None:
         super().__init__(base)
+        self.pool = pool
         self.looked: set[str] = set()
         self.iterated = False
 
     def __getitem__(self, key: str) -> Any:
         self.looked.add(key)
-        return super().__getitem__(key)
+        if key in self.touched or key not in self._base.blobs:
+            return super().__getitem__(key)
+        value = self.pool.get(key)
+        if value is None:
+            value = self.pool[key] = self._base.load(key)
+        self.touched[key] = value
+        return value
 
     def __contains__(self, key: object) -> bool:
         self.looked.add(key)
@@ -44,11 +52,15 @@ class _Recording(EpisodeTable):
         return super().__iter__()
 
 
-def _unchanged(db: EpisodeDatabase, tables: dict[str, EpisodeTable]) -> bool:
-    """Whether `db` still holds its own tables, each record as the base stores it."""
-    return db.keys() == tables.keys() and all(
-        db[name] is table and all(table.same_as_base(key) for key in table.touched) for name, table in tables.items()
-    )
+def _unchanged(db: EpisodeDatabase, tables: dict[str, _Recording]) -> bool:
+    """Whether `db` still holds its own tables, each record as the base stores it; drops changed records from the
+    pool."""
+    unchanged = db.keys() == tables.keys() and all(db[name] is table for name, table in tables.items())
+    for table in tables.values():
+        for key in [key for key in table.touched if not table.same_as_base(key)]:
+            table.pool.pop(key, None)
+            unchanged = False
+    return unchanged
 
 
 def _agrees(db: EpisodeDatabase, footprint: Footprint) -> bool:
@@ -68,6 +80,7 @@ class ReadMemo:
     def __init__(self, base: BaseDatabase, size: int = 16384) -> None:
         self.base, self.size = base, size
         self._entries: OrderedDict[tuple[str, str, Any], tuple[Any, Footprint] | None] = OrderedDict()
+        self._pools: dict[int, dict[str, Any]] = {id(table): {} for table in base.tables.values()}
 
     def run(self, db: EpisodeDatabase, name: str, kwargs: dict[str, Any], call: Callable[..., T]) -> T:
         """`call(db, kwargs)`, or the result it had on the base if `db` agrees with the base wherever it looked."""
@@ -78,7 +91,7 @@ class ReadMemo:
         if key in self._entries:
             self._entries.move_to_end(key)
         else:
-            scratch = EpisodeDatabase(self.base, _Recording)
+            scratch = EpisodeDatabase(self.base, lambda table: _Recording(table, self._pools[id(table)]))
             tables = dict(scratch)
             result = call(scratch, copy.deepcopy(kwargs))
             footprint = {
