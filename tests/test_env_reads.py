@@ -65,3 +65,14 @@ def test_a_call_that_changes_data_is_never_remembered():
     again = domain.new_database()
     assert memo.run(again, "rename", {"name": "Zed"}, rename) == "Zed"
     assert again.changes() and domain.new_database().changes() == {}
+
+
+def test_a_table_replaced_or_added_by_a_tool_is_read_as_it_is():
+    domain = load_domain("retail")
+    order_id, _ = _pending_order(domain)
+    db = domain.new_database()
+    assert domain.execute(db, "get_order_details", {"order_id": order_id}).ok
+    db["orders"] = {order_id: {**db["orders"][order_id], "status": "lost"}}  # no longer an episode table
+    assert '"status": "lost"' in domain.execute(db, "get_order_details", {"order_id": order_id}).observation
+    db["extra"] = {}  # a database with other tables than the base's runs every call itself
+    assert '"status": "lost"' in domain.execute(db, "get_order_details", {"order_id": order_id}).observation

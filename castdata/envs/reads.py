@@ -64,10 +64,13 @@ def _unchanged(db: EpisodeDatabase, tables: dict[str, _Recording]) -> bool:
 
 
 def _agrees(db: EpisodeDatabase, footprint: Footprint) -> bool:
-    """Whether every record of `footprint` is in `db` as in the base (for a whole table: no record differs)."""
+    """Whether `db` has the base's tables and every record of `footprint` as in the base (for a whole table: no
+    record differs)."""
+    if db.keys() != db.base.tables.keys():
+        return False
     for name, keys in footprint.items():
-        table = db.get(name)
-        if not isinstance(table, EpisodeTable):
+        table = db[name]
+        if not isinstance(table, EpisodeTable) or table._base is not db.base.tables[name]:
             return False
         if not all(table.same_as_base(key) for key in (table.touched if keys is None else keys)):
             return False
