@@ -116,6 +116,7 @@ def _tau_trait_rewards(
     return rows
 
 
+@pytest.mark.timeout(1800)  # ~500 CPU seconds of tau-trait: past the default 600 s on a loaded machine
 def test_tau_trait_agrees_on_every_gold_replay_and_on_perturbed_writes():
     """tau-trait's own Env.step + calculate_reward, in two worker processes (it costs ~0.5 s a retail task): each
     split in two halves, largest first, so that neither process waits on the other (retail train alone is ~half)."""
