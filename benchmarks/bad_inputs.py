@@ -112,6 +112,17 @@ def cases() -> list[Case]:
             env={"HF_TOKEN": None, "HF_TOKEN_PATH": "{dir}/no-token"},
         ),
         Case("download: bad repo id", ("download", "not a repo", "--version", "1.0.0")),
+        Case("--limit 0", ("collect", "{config}", "--limit", "0"), base()),
+        Case("--limit that is no number", ("run", "{config}", "--limit", "ten"), base()),
+        Case("eval-critic --limit below 1", ("eval-critic", "{config}", "{dir}", "--limit", "-5"), base()),
+        Case(
+            "import: negative --trial-offset",
+            ("import", "tau-bench", "{dir}/r.json", "--out", OUT, "--domain", "retail", "--trial-offset", "-1"),
+        ),
+        Case("unknown option (typo)", ("collect", "{config}", "--limt", "2"), base()),
+        Case("option without its value", ("collect", "{config}", "--out"), base()),
+        Case("missing argument", ("collect",)),
+        Case("unknown command", ("colect", "{config}"), base()),
     ]
 
 
@@ -135,7 +146,7 @@ def run_case(case: Case, url: str) -> Result:
         if case.config is not None:
             _write(folder / "config.yaml", case.config, fill)
         before = set(folder.rglob("*"))
-        result = CliRunner().invoke(app, [arg.format(**fill) for arg in case.args])
+        result = CliRunner().invoke(app, [arg.format(**fill) for arg in case.args], prog_name="castdata")
         written = sorted(str(p.relative_to(folder)) for p in set(folder.rglob("*")) - before)
         failed = result.exception is not None and not isinstance(result.exception, SystemExit)
         return Result(result.exit_code, result.output.strip().replace(tmp, "DIR"), failed, written)

@@ -81,7 +81,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = args.run_dir or Path(tmp) / "run"
         if not (run_dir / "trajectories").is_dir():
-            print(f"collected in {collect_run(run_dir, args.episodes):.1f} s")
+            cpu = time.process_time()
+            wall = collect_run(run_dir, args.episodes)
+            print(f"collected in {wall:.1f} s wall, {time.process_time() - cpu:.1f} s CPU")
         size = sum(p.stat().st_size for p in (run_dir / "trajectories").glob("*.jsonl")) / 2**20
         done = subprocess.run(
             [sys.executable, "-c", CHILD, str(run_dir), ",".join(DOMAINS)], capture_output=True, text=True, check=True

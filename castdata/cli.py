@@ -10,9 +10,48 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
+
+_click = sys.modules[typer.BadParameter.__module__]  # click's exceptions (or typer's own copy of click's)
+
+
+class _OneLineUsageErrors(TyperGroup):
+    """typer's group, with a usage error (a bad option value, an unknown option, a missing argument) as one line on
+    stderr naming the option, and exit code 2, like every other user error (not typer's boxed message)."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except getattr(_click, "NoArgsIsHelpError", ()) as err:  # the help is shown already
+            sys.exit(err.exit_code)
+        except _click.UsageError as err:
+            typer.echo(f"error: {_usage_message(err)}", err=True)
+            sys.exit(err.exit_code)
+        except _click.ClickException as err:
+            typer.echo(f"error: {err.format_message()}", err=True)
+            sys.exit(err.exit_code)
+        except typer.Abort:
+            typer.echo("Aborted.", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_message(err: Any) -> str:
+    """One line: the option and what is wrong with it (`--limit: Input should be greater than or equal to 1`), and where help is."""
+    where = f" (see `{err.ctx.command_path} --help`)" if err.ctx is not None else ""
+    if isinstance(err, typer.BadParameter) and err.param is not None and err.message:
+        hint = err.param_hint if isinstance(err.param_hint, str) else "/".join(err.param.opts)
+        return f"{hint}: {err.message}{where}"
+    return " ".join(f"{err.format_message()}{where}".split())
+
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Build, publish and train on CAST critique datasets."
+    cls=_OneLineUsageErrors,
+    add_completion=False,
+    no_args_is_help=True,
+    help="Build, publish and train on CAST critique datasets.",
 )
 
 
@@ -245,7 +284,7 @@ def eval_critic(
         Path, typer.Argument(help="A labelled run directory, or a dataset folder made by `castdata build`.")
     ],
     split: Annotated[str, typer.Option(help="The split of a dataset folder.")] = "test",
-    limit: Annotated[int | None, typer.Option(help="Judge only the first N labelled actions.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Judge only the first N labelled actions.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """A critic on labelled actions: accuracy, invalid precision/recall/F1, first-error localisation, grounding."""
@@ -315,7 +354,7 @@ def import_tau_bench(
     ] = None,
     user_model: Annotated[str | None, typer.Option(help="The user simulator's name.")] = None,
     trial_offset: Annotated[
-        int, typer.Option(help="Added to every trial number (import several runs of one model).")
+        int, typer.Option(min=0, help="Added to every trial number (import several runs of one model).")
     ] = 0,
 ) -> None:
     """Import tau-bench result files: rewards recomputed, reproduction checked, tasks matched."""

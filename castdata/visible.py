@@ -7,6 +7,7 @@ be used where they occur in the policy or in the messages before the judged acti
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -28,12 +29,17 @@ ADDRESS = re.compile(
 def identifiers(text: str, strict: bool = False) -> list[str]:
     """The identifiers in a text, in order (amounts as written, e.g. `$1,234.50`); `strict` keeps short digit
     tokens too and adds street addresses."""
+    return list(_identifiers(text, strict))
+
+
+@functools.lru_cache(maxsize=16384)
+def _identifiers(text: str, strict: bool) -> tuple[str, ...]:  # templated texts (rationales, results) repeat
     found = [address for address in ADDRESS.findall(text)] if strict else []
     for match in IDENTIFIER.finditer(text):
         token = match.group(0)
         if strict or "@" in token or "$" in token or "." in token or len(token) >= _MIN_ID_LENGTH:
             found.append(token)
-    return found
+    return tuple(found)
 
 
 def _spellings(token: str) -> tuple[str, ...]:

@@ -17,6 +17,23 @@ def test_help_is_lazy():
     assert shown.returncode == 0 and "collect" in shown.stdout and "report" in shown.stdout
 
 
+def test_a_bad_option_value_is_one_line_from_the_console_entry_point(tmp_path):
+    """The installed command (not typer's test runner): `--limit 0` is one line naming the option, exit 2, no box."""
+    out = subprocess.run(
+        [sys.executable, "-m", "castdata.cli", "collect", str(tmp_path / "c.yaml"), "--limit", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and out.stdout == "", out.stdout + out.stderr
+    assert out.stderr.splitlines() == [
+        "error: --limit: Input should be greater than or equal to 1 (see `castdata collect --help`)"
+    ]
+    assert list(tmp_path.iterdir()) == []
+    bare = subprocess.run([sys.executable, "-m", "castdata.cli"], capture_output=True, text=True, timeout=60)
+    assert bare.returncode == 2 and "collect" in bare.stdout + bare.stderr  # no arguments: the help, as before
+
+
 def test_ci_runs_exactly_the_readme_test_command():
     from pathlib import Path
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 _MISSING = object()
 BASE = "base"  # the fingerprint of a record equal to the shared base database
+_UNTOUCHED = object()
 MARSHAL_FORMAT = 2  # formats >= 3 add back-references that depend on reference counts
 
 
@@ -118,6 +119,15 @@ class EpisodeTable(MutableMapping):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def same_as_base(self, key: str) -> bool:
+        """Whether record `key` is still the base's, stored bytes and all (present or absent alike)."""
+        value = self.touched.get(key, _UNTOUCHED)
+        if value is _UNTOUCHED:
+            return True
+        if value is _MISSING:
+            return key not in self._base.blobs
+        return self._base.encode(value) == self._base.blobs.get(key)
+
     def changes(self) -> dict[str, str | None]:
         """Fingerprints of the records that differ from the base (None for a deleted one).
 
@@ -151,8 +161,8 @@ class BaseDatabase:
 class EpisodeDatabase(dict):
     """`data` as tau-trait tools expect it (`data["orders"][order_id]`), private to one episode."""
 
-    def __init__(self, base: BaseDatabase) -> None:
-        super().__init__({name: EpisodeTable(table) for name, table in base.tables.items()})
+    def __init__(self, base: BaseDatabase, table: Callable[[BaseTable], EpisodeTable] = EpisodeTable) -> None:
+        super().__init__({name: table(records) for name, records in base.tables.items()})
         self.base = base
 
     def changes(self) -> dict[tuple[str, str], str | None]:

@@ -4,7 +4,8 @@ tau2-bench's domains (`tau2-*`) have their own adapter, `castdata.envs.tau2_doma
 `load_domain` picks it by the name's `tau2-` prefix.
 
 Everything expensive happens once per process: the JSON tables are read once (`load_domain` is cached),
-and each task's gold end state is computed once (`Domain.gold_changes` is cached).
+each task's gold end state is computed once (`Domain.gold_changes` is cached), and a read call's result on the
+shared base is reused while the records it read are unchanged (`castdata.envs.reads`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from castdata.envs.catalog import CATALOG, SPLITS, DomainCatalog
 from castdata.envs.clock import episode_clock, fix_clock
 from castdata.envs.database import BaseDatabase, EpisodeDatabase, changed_records, record_value, same_state
+from castdata.envs.reads import ReadMemo
 from castdata.envs.tau_import import import_domain_module
 from castdata.errors import UnknownName
 from castdata.records import RESPOND, Action, NLAssertionCheck
@@ -104,6 +106,7 @@ class Domain:
     """A tau-trait domain, loaded once per process by `load_domain`."""
 
     zero_reward_terminations = frozenset({"infrastructure_error"})  # episodes that end so score 0
+    tasks_share_initial_state = True  # tau-trait: every task starts from the domain's data
     user_tool_schemas: tuple[dict[str, Any], ...] = ()  # dual control: the user's own tools (none in tau-trait)
 
     def __init__(self, name: str) -> None:
@@ -117,6 +120,7 @@ class Domain:
         self.policy: str = import_domain_module(name, "wiki").WIKI
         self.rules: list[str] = list(import_domain_module(name, "rules").RULES)
         self.base = BaseDatabase(import_domain_module(name, "data").load_data())
+        self.reads = ReadMemo(self.base)  # read calls' results on the base, reused while what they read is unchanged
         self._tasks: dict[str, tuple[Task, ...]] = {}
 
     # -- tools ------------------------------------------------------------------------------------
@@ -146,16 +150,12 @@ class Domain:
         if not isinstance(kwargs, dict):
             return ToolResult(f"Error: arguments of '{name}' must be a JSON object", False)
         try:
-            inspect.signature(tool.invoke).bind(data=db, **kwargs)
+            _signature(tool.invoke).bind(data=db, **kwargs)
         except TypeError as err:
             return ToolResult(f"Error: bad arguments for '{name}': {err}", False)
-        try:
-            observation = tool.invoke(data=db, **kwargs)
-        except Exception as err:  # tau-bench semantics: a failing tool is an observation
-            return ToolResult(f"Error: {err}", False)
-        if not isinstance(observation, str):
-            observation = json.dumps(observation)
-        return ToolResult(observation, not observation.startswith("Error"))
+        if self.tool_kind(name) == "read" and getattr(db, "base", None) is self.base:
+            return self.reads.run(db, name, kwargs, functools.partial(_invoke, tool))
+        return _invoke(tool, db, kwargs)
 
     # -- tasks ------------------------------------------------------------------------------------
     def splits(self) -> tuple[str, ...]:
@@ -254,8 +254,7 @@ class Domain:
 
     def reaches_gold(self, actions: Iterable[Action], task: Task) -> bool:
         """Whether the agent's tool calls `actions`, replayed (`tool_actions`), end in `task`'s gold database."""
-        changes = self.replay(self.tool_actions(actions), task).db.changes()
-        return same_state(self.base, changes, self.gold_changes(task.split, task.index))
+        return same_state(self.base, self.end_state(actions, task), self.gold_changes(task.split, task.index))
 
     def gold_calls(self, task: Task) -> list[tuple[str, Action]]:
         """The gold solution's tool calls in order, as (requestor, action); `respond` and transfers skipped."""
@@ -263,15 +262,19 @@ class Domain:
 
     def gold_changes(self, split: str, index: int) -> dict:
         """The records the gold solution of a task changes (computed once per task and process)."""
-        return self.gold_state(self.task(split, index).actions)
+        return self.end_state(self.task(split, index).actions)
 
-    def gold_state(self, actions: tuple[Action, ...] | list[Action]) -> dict:
-        """The records a gold solution changes (computed once per solution and process)."""
-        return self._gold_state(json.dumps([action.model_dump() for action in actions]))
+    def end_state(self, actions: Iterable[Action], task: Task | None = None) -> dict:
+        """The records a list of actions (a gold solution, or a variant of one the scripted models check) changes,
+        replayed (`tool_actions`) from `task`'s initial state; remembered per list (and task, where tasks start
+        from their own state) for the process's most recent 8,192."""
+        where = (task.split, task.index) if task is not None and not self.tasks_share_initial_state else (None, None)
+        return self._end_state(json.dumps([action.model_dump() for action in actions]), *where)
 
-    @functools.cache
-    def _gold_state(self, actions_json: str) -> dict:
-        return self.replay(self.tool_actions(Action(**raw) for raw in json.loads(actions_json))).db.changes()
+    @functools.lru_cache(maxsize=8192)
+    def _end_state(self, actions_json: str, split: str | None, index: int | None) -> dict:
+        task = self.task(split, index) if split is not None else None
+        return self.replay(self.tool_actions(Action(**raw) for raw in json.loads(actions_json)), task).db.changes()
 
     def nl_assertions(self, task: Task) -> tuple[str, ...]:
         """The natural-language assertions a judge model must grade for the reward: tau-trait has none."""
@@ -286,12 +289,29 @@ class Domain:
     ) -> Score:
         """tau-bench's reward: the database equals the gold replay's, and every required output was said
         (`judged`, a judge's grades, counts only where `nl_assertions` asks for them: never in tau-trait)."""
-        db_match = same_state(self.base, db.changes(), self.gold_state(task.actions))
+        db_match = same_state(self.base, db.changes(), self.end_state(task.actions))
         said = [message.lower().replace(",", "") for message in agent_messages]
         found = tuple(output for output in task.outputs if any(output.lower() in text for text in said))
         missing = tuple(output for output in task.outputs if output not in found)
         reward = 1.0 if db_match and not missing else 0.0
         return Score(reward, db_match, found, missing)
+
+
+@functools.cache
+def _signature(function: Any) -> inspect.Signature:
+    """A tool's call signature (computed once per tool and process)."""
+    return inspect.signature(function)
+
+
+def _invoke(tool: Any, db: EpisodeDatabase, kwargs: dict[str, Any]) -> ToolResult:
+    """One tau-trait tool call; an exception becomes an error observation (tau-bench semantics)."""
+    try:
+        observation = tool.invoke(data=db, **kwargs)
+    except Exception as err:
+        return ToolResult(f"Error: {err}", False)
+    if not isinstance(observation, str):
+        observation = json.dumps(observation)
+    return ToolResult(observation, not observation.startswith("Error"))
 
 
 def _find_key(record: Any, key: str) -> Any:

@@ -105,6 +105,8 @@ def _tables(db: Any, prefix: str) -> dict[str, dict[str, Any]]:
 class Tau2Domain(Domain):
     """A tau2-bench domain (`tau2-airline`, `tau2-retail`, `tau2-telecom`), loaded once per process."""
 
+    tasks_share_initial_state = False  # a task's initialization actions set its own start
+
     # tau2 scores an episode only when the agent or the user ended it (`evaluate_simulation`)
     zero_reward_terminations = frozenset(
         {"max_steps", "too_many_errors", "agent_error", "user_error", "infrastructure_error"}

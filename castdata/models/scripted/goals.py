@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from castdata.envs import Domain, Task
+from castdata.models.scripted.memo import per_task
 from castdata.records import Action
 
 _SENTENCE_END = re.compile(r"(?<!\bDr)(?<!\bMr)(?<!\bMs)(?<=[.!?])\s+(?=[A-Z0-9])|(?<=;)\s+(?=(?:For|Return|Cancel) )")
@@ -35,6 +36,7 @@ _PRONOUNS = (
 REQUEST_VERBS = ("return", "exchange", "cancel", "modify", "change", "schedule", "reschedule", "book", "update")
 
 
+@per_task
 def identity(domain: Domain, task: Task) -> str:
     """The user's answer when the agent asks who they are: the details its authentication needs."""
     auth = domain.auth_action(task)
@@ -44,6 +46,7 @@ def identity(domain: Domain, task: Task) -> str:
     return f"Sure: {details}."
 
 
+@per_task
 def goals(domain: Domain, task: Task) -> tuple[str, ...]:
     """The user's requests in the order it makes them, in the first person (at least one)."""
     names = {part for part in task.user_id.lower().split("_") if part.isalpha()}
@@ -85,14 +88,16 @@ def _first_person(sentence: str) -> str:
     return sentence
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Deviation:
-    """A request the instruction does not make: cancelling another of the user's open records."""
+    """A request the instruction does not make: cancelling another of the user's open records (one object per task:
+    compared and hashed by identity)."""
 
     text: str
     action: Action
 
 
+@per_task
 def deviation(domain: Domain, task: Task) -> Deviation | None:
     """The first open record (a pending order, a scheduled appointment) of the task's user that the gold
     solution leaves alone, as a cancellation request; None when the user has none."""

@@ -5,7 +5,8 @@ it, and each goal ends with a message that hands back to the user. Before each c
 planner makes the lookups a careful agent makes, so that every identifier it uses was seen in a user turn
 or a tool result before: the user's profile after authentication, the record a write changes (order,
 appointment, ...) before the write, and, for any identifier still unseen, the one lookup whose result shows
-it (`Lookups`). Reads never change the data, so rewards stay those of the gold solution.
+it (`Lookups`). Reads never change the data, so rewards stay those of the gold solution. A task's plan is
+deterministic: it is made once per task (and deviation) and process, and its steps are shared, read-only.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from castdata.envs import RESPOND, Domain, Task
 from castdata.envs.clock import episode_clock
 from castdata.models.dual_control import due, phone_requests
 from castdata.models.scripted.goals import Deviation, goals, identity
+from castdata.models.scripted.memo import per_task
 from castdata.records import Action
 from castdata.visible import identifiers
 
@@ -26,7 +28,7 @@ _SKIPPED_READS = frozenset({"think", "calculate"})
 _AMOUNT = re.compile(r'"?(amount|copay|price|total)[\w ]*"?\s*:\s*\$?(\d+\.\d+)', re.IGNORECASE)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Step:
     """One step of the plan: `say` a message, `read` or `write` (a confirmation question, then the call), or
     `end` a goal (`value`: a (name, value) from its last write's result the message tells the user)."""
@@ -140,8 +142,13 @@ def write_goals(domain: Domain, task: Task, texts: tuple[str, ...]) -> list[int]
     return [g for g in assigned if g is not None]
 
 
-def plan(domain: Domain, task: Task, extra: Deviation | None = None) -> list[Step]:
+@per_task
+def plan(domain: Domain, task: Task, extra: Deviation | None = None) -> tuple[Step, ...]:
     """The gold-way steps of a task (with `extra`, also those of a deviation request, as one more goal)."""
+    return tuple(_plan(domain, task, extra))
+
+
+def _plan(domain: Domain, task: Task, extra: Deviation | None) -> list[Step]:
     texts = goals(domain, task)
     auth = domain.auth_action(task)
     gold = [a for a in task.actions if a.name != RESPOND and a is not auth]
