@@ -1,9 +1,7 @@
 """The offline default makes training-grade data: over a small demo-like build, no agent turn a model trains on
 uses an identifier it never saw, every write rests on a user turn that asked for it, and the report's pass^k
-equals the card's.
-
-Kinds the current labeler does not flag yet (guessed_id, misread_observation: both leave the outcome intact)
-are left out here: their actions would be labelled valid.
+equals the card's. Every mistake kind of the demo's rates fires here, guessed ids and misread values included:
+the labeler flags them (`rule.ungrounded_id`, `rule.misread_value`), so none trains as a valid turn.
 """
 
 from __future__ import annotations
@@ -24,23 +22,20 @@ from castdata.report import summarize
 from castdata.rundir import read_trajectories
 from castdata.visible import identifiers
 
-UNFLAGGED = ("guessed_id", "misread_observation")
-
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("offline")
-    agent = demo_config().agent
-    mistakes = {kind: rate for kind, rate in agent.options["mistakes"].items() if kind not in UNFLAGGED}
-    agent = agent.model_copy(update={"options": {"mistakes": mistakes}})
     run = labelled_run(
         root / "run",
         domains=["retail"],
         split=["train", "test"],
         tasks={"retail/train": "0-29", "retail/test": "0-5"},
         trials=2,
-        agent=agent,
+        agent=demo_config().agent,
     )
+    kinds = {mistake.kind for record in read_trajectories(run) for mistake in record.injected_mistakes}
+    assert {"guessed_id", "misread_observation"} <= kinds
     out = root / "dataset"
     build_dataset([run], out, BuildOptions())
     return run, out
