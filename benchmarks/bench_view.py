@@ -21,15 +21,8 @@ from pathlib import Path
 
 from bench_label import collect_run
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from helpers.browser import BROWSER_ARGS, CHROMIUM
 
 CHILD = """
 import json, resource, sys, time
@@ -49,7 +42,7 @@ def open_in_chromium(page: Path, first: str, last: str) -> dict[str, float]:
 
     timings = {}
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
         tab = browser.new_page()
         tab.set_default_timeout(120_000)
         start = time.perf_counter()

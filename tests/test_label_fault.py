@@ -3,6 +3,7 @@ withholds the user id its instruction gives, and a gold payment method the instr
 
 from __future__ import annotations
 
+import pytest
 from golden.script import STOP, Script
 
 from castdata.label.hindsight import judge
@@ -16,17 +17,6 @@ def _withholding(gives_it_later: bool) -> Script:
         ep.say("I need the user ID to proceed.", "Oh, found it: yara_garcia_1905.")
     ep.say("Unfortunately, I need the user ID to proceed with any change.", STOP)
     return ep
-
-
-def test_a_user_that_withholds_the_user_id_its_instruction_gives_is_at_fault():
-    episode = judge(_withholding(gives_it_later=False).build())
-    assert not episode.success
-    assert episode.fault == "fault.user_withheld_id" and episode.first_error is None
-
-
-def test_once_the_user_gave_its_id_the_agent_that_does_nothing_is_to_blame():
-    episode = judge(_withholding(gives_it_later=True).build())
-    assert episode.fault is None and episode.first_error is not None
 
 
 def _paid_with_paypal(named_in_the_proposal: bool) -> Script:
@@ -46,12 +36,25 @@ def _paid_with_paypal(named_in_the_proposal: bool) -> Script:
     return ep
 
 
-def test_a_payment_the_user_agreed_to_where_the_instruction_names_none_is_the_tasks_fault():
-    episode = judge(_paid_with_paypal(named_in_the_proposal=True).build())
-    assert not episode.success
-    assert episode.fault == "fault.gold_payment_unspecified" and episode.first_error is None
+@pytest.mark.parametrize(
+    ("episode", "fault"),
+    [
+        (lambda: _withholding(gives_it_later=False), "fault.user_withheld_id"),
+        (lambda: _paid_with_paypal(named_in_the_proposal=True), "fault.gold_payment_unspecified"),
+    ],
+    ids=["user id withheld", "payment the instruction never names"],
+)
+def test_the_failure_is_the_users_or_the_tasks(episode, fault):
+    judged = judge(episode().build())
+    assert not judged.success
+    assert judged.fault == fault and judged.first_error is None
 
 
-def test_a_payment_the_agent_never_named_is_its_own_error():
-    episode = judge(_paid_with_paypal(named_in_the_proposal=False).build())
-    assert episode.fault is None and episode.first_error is not None
+@pytest.mark.parametrize(
+    "episode",
+    [lambda: _withholding(gives_it_later=True), lambda: _paid_with_paypal(named_in_the_proposal=False)],
+    ids=["the user gave its id, the agent did nothing", "a payment the agent never named"],
+)
+def test_otherwise_an_agent_action_is_to_blame(episode):
+    judged = judge(episode().build())
+    assert judged.fault is None and judged.first_error is not None

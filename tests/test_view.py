@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.browser import BROWSER_ARGS, CHROMIUM
 from helpers.build import demo_config, labelled_run
 from typer.testing import CliRunner
 
@@ -15,16 +16,7 @@ from castdata.label.run import read_labels
 from castdata.rundir import RunDir, read_trajectories
 from castdata.view import write_view
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-BROWSER_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PLANTED = "<script>window.__planted = 'message'</script><img src=x onerror=\"window.__planted = 'img'\">"
 PLANTED_MODEL = "noisy</script><script>window.__planted = 'index'</script>"
 PLANTED_RATIONALE = "</script><b onmouseover=\"window.__planted = 'label'\">bold?</b>"
