@@ -114,10 +114,10 @@ def covered(action: Action, request: str, first: Action) -> bool:
         return False
     values = [v.lstrip("#") for v in re.findall(r'"([^"]{3,})"', json.dumps(action.kwargs))]
     targets = _targets(action)
-    if targets != _targets(first):
+    if targets and targets != _targets(first):
         return all(target in request for target in targets)
     own = set(topic_words(action.name)) - set(topic_words(first.name))
-    if action.name != first.name and any(word in request.lower() for word in own):
+    if targets and action.name != first.name and any(word in request.lower() for word in own):
         return True  # another act the request listed in its own words, on the record the first write changed
     before = {v.lstrip("#") for v in re.findall(r'"([^"]{3,})"', json.dumps(first.kwargs))}
     return any(value in request for value in values if value not in targets and value not in before)
