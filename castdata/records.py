@@ -138,6 +138,11 @@ class UserToolCall(BaseModel):
     content: str
     ok: bool
 
+    @property
+    def action(self) -> Action:
+        """The call as an action (to replay it)."""
+        return Action(name=self.name, kwargs=self.arguments)
+
 
 class InjectedMistake(BaseModel):
     """A mistake the scripted noisy-oracle agent made on purpose (ground truth for the labeler)."""

@@ -88,6 +88,10 @@ class Replay:
     calls: list[Executed] = field(default_factory=list)
     _state: dict = field(default_factory=dict)  # `db.changes()` after the last write
 
+    def __post_init__(self) -> None:
+        if self.track:
+            self._state = self.db.changes()  # the task's initial state: a write's changes are its own
+
     def run(self, action: Action, requestor: str = "assistant") -> Executed:
         """Execute one more call under the episode clock."""
         with episode_clock():
@@ -240,8 +244,6 @@ class Domain:
         action or a (requestor, action) pair, run by `execute` (`Domain.execute` unless given). Returns the
         database and what each call returned (and with `track`, what each write changed)."""
         replay = Replay(self, self.new_database(task), execute or self.execute, track)
-        if track:
-            replay._state = replay.db.changes()  # the task's initial state: a write's changes are its own
         for call in calls:
             requestor, action = call if isinstance(call, tuple) else ("assistant", call)
             replay.run(action, requestor)

@@ -20,8 +20,8 @@ from typing import Any
 
 from castdata.envs.database import EpisodeDatabase
 from castdata.envs.domain import Domain, Replay, Task, ToolResult
-from castdata.messages import tool_turns
-from castdata.records import Action, Trajectory, UserToolCall
+from castdata.messages import Call, tool_turns
+from castdata.records import Trajectory, UserToolCall
 
 EXCERPT = 200
 
@@ -95,6 +95,17 @@ def same_observation(recorded: str, replayed: str, renamed: set[str] | None = No
     return True
 
 
+def calls_in_order(
+    messages: list[dict[str, Any]], user_calls=(), skip: frozenset[int] = frozenset()
+) -> list[tuple[int, str, Call | UserToolCall]]:
+    """(step, requestor, call) of every tool call of a transcript in the order they ran: the agent's (except at
+    the steps in `skip`) and the user's own (dual control, those recorded up to its end), a user's call recorded
+    at a step before the agent's there."""
+    agent = [(step, 1, "assistant", call) for step, call in tool_turns(messages) if step not in skip]
+    users = [(call.step, 0, "user", call) for call in user_calls if call.step <= len(messages)]
+    return [(step, requestor, call) for step, _, requestor, call in sorted(agent + users, key=lambda c: c[:2])]
+
+
 def replay_transcript(
     domain: Domain,
     messages: list[dict[str, Any]],
@@ -106,21 +117,12 @@ def replay_transcript(
     """Replay every tool call of `messages` (`Domain.replay`, except at the steps in `skip`: calls that never ran)
     from `task`'s initial state, with the user's own calls where they happened (those recorded up to the end of
     `messages`), comparing each result with the recorded one."""
-    found = [(step, call) for step, call in tool_turns(messages) if step not in skip]
-    users = [call for call in user_calls if call.step <= len(messages)]
-    order = sorted(
-        [(step, 1, call) for step, call in found] + [(call.step, 0, call) for call in users],
-        key=lambda item: (item[0], item[1]),  # a user's call recorded at a step ran before the agent's there
-    )
-    run = [
-        ("user", Action(name=call.name, kwargs=call.arguments)) if agent == 0 else call.action
-        for _, agent, call in order
-        if agent == 0 or call.name not in extra
-    ]
+    order = calls_in_order(messages, user_calls, skip)
+    run = [(requestor, call.action) for _, requestor, call in order if requestor == "user" or call.name not in extra]
     reproduction = Reproduction(domain.replay(run, task=task, track=True))
     executed = iter(reproduction.replay.calls)
-    for step, agent, call in order:
-        if agent == 0:
+    for step, requestor, call in order:
+        if requestor == "user":
             done = next(executed)
             replayed = ReplayedCall(
                 step, call.name, call.arguments, done.result, call.content, True, done.changed, done.values, "user"

@@ -32,7 +32,8 @@ from typing import Any
 from castdata.envs import Domain, Task, ToolResult
 from castdata.envs.clock import episode_clock
 from castdata.envs.domain import Executed
-from castdata.messages import Call, first_call, is_agent_text, tool_turns
+from castdata.envs.reproduce import calls_in_order
+from castdata.messages import Call, first_call, is_agent_text
 from castdata.models.base import (
     Backend,
     EpisodeContext,
@@ -44,7 +45,7 @@ from castdata.models.base import (
 )
 from castdata.models.judge import judge_assertions
 from castdata.models.spec import ModelSpec
-from castdata.records import Action, MessageMeta, Outcome, Privileged, Trajectory, Usage, UserToolCall, episode_id
+from castdata.records import MessageMeta, Outcome, Privileged, Trajectory, Usage, UserToolCall, episode_id
 
 STOP = "###STOP###"
 TRANSFER = "###TRANSFER###"
@@ -95,14 +96,8 @@ async def run_episode(
     started = time.time()
     ctx = EpisodeContext(domain=domain, task=task, seed=seed)
     agent_session, user_session = agent.agent_session(ctx), user.user_session(ctx)
-    ordered = _prefix_calls(prefix or [], prefix_user_calls)
-    replayed = domain.replay(  # the prefix's calls, the user's own included
-        [
-            ("user", Action(name=c.name, kwargs=c.arguments)) if isinstance(c, UserToolCall) else c.action
-            for c in ordered
-        ],
-        task,
-    )
+    ordered = calls_in_order(prefix or [], prefix_user_calls)
+    replayed = domain.replay([(requestor, call.action) for _, requestor, call in ordered], task)  # the prefix's calls
     db = replayed.db
     transcript = _Transcript(system_prompt(domain))
     reason, error, steps, errors = None, None, 0, 0
@@ -219,27 +214,19 @@ async def _user_tools(user_session: UserSession, transcript: _Transcript, answer
     raise ModelOutputError("user", f"the user made tool calls {MAX_USER_TOOL_ROUNDS} turns in a row without a message")
 
 
-def _prefix_calls(prefix: list[dict[str, Any]], user_calls) -> list[Call | UserToolCall]:
-    """The tool calls of a recorded prefix in the order they ran: the user's own (dual control) before the
-    message each led to."""
-    agent = [(step, 1, call) for step, call in tool_turns(prefix)]
-    users = [(call.step, 0, call) for call in user_calls if call.step <= len(prefix)]
-    return [call for _, _, call in sorted(agent + users, key=lambda item: item[:2])]
-
-
 def _continue(
     domain: Domain,
     transcript: _Transcript,
     prefix: list[dict[str, Any]],
-    ordered: list[Call | UserToolCall],
+    ordered: list[tuple[int, str, Call | UserToolCall]],
     replayed: list[Executed],
 ) -> tuple[int, int, str | None]:
     """Continue `transcript` (the system prompt) with a recorded prefix whose tool calls (`ordered`, the user's own
     included) were `replayed` (their results recomputed); returns (agent turns, failed tool calls, termination
     reason or None)."""
     steps, errors, reason = 0, 0, None
-    users = [(call, done.result) for call, done in zip(ordered, replayed) if isinstance(call, UserToolCall)]
-    results = iter(done.result for call, done in zip(ordered, replayed) if not isinstance(call, UserToolCall))
+    users = [(call, done.result) for (_, requestor, call), done in zip(ordered, replayed) if requestor == "user"]
+    results = iter(done.result for (_, requestor, _), done in zip(ordered, replayed) if requestor != "user")
     for message in [*prefix[1:], None]:
         while users and (message is None or users[0][0].step <= len(transcript.messages)):
             call, result = users.pop(0)
