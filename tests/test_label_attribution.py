@@ -1,11 +1,16 @@
-"""Where an error was said: the agent's words that name a record without its id, and a record id the agent kept
-requiring after the user said it has none (castdata.label.attribution), on hand-written transcripts."""
+"""Where an error was said: the agent's words that name a record without its id, a record id the agent kept
+requiring after the user said it has none, a refusal that reports the agent's own failed write
+(castdata.label.attribution), and a change made without the step the gold solution makes first
+(castdata.label.replay), on hand-written transcripts and hand-built episodes of real tasks."""
 
 from __future__ import annotations
 
 import json
 
+from golden.script import STOP, Script
+
 from castdata.label.attribution import describes, descriptions, insisted, refusal, said_first
+from castdata.label.hindsight import judge
 from castdata.records import Action
 
 VARIANTS = {
@@ -111,3 +116,70 @@ def test_a_search_on_a_date_the_user_never_said_is_where_a_wrong_booking_began()
     assert said_first(messages, len(messages), tokens) == 2
     messages[1]["content"] = "Please move my return to May 20th."  # the user's own date: nothing wrong in searching it
     assert said_first(messages, len(messages), tokens) != 2
+
+
+def test_a_refusal_said_before_the_user_asked_for_the_act_refuses_something_else():
+    reservation = {"reservation_id": "FQ8APE", "cabin": "basic_economy", "passengers": [{"first_name": "Ivan"}]}
+    messages = _messages(
+        ("user", "I need to make a few changes to my trip."),
+        ("tool", json.dumps(reservation)),
+        ("assistant", "FQ8APE is basic economy: its flights cannot be modified."),
+        ("user", "I'd like to change the passenger to myself and add three bags."),
+        (
+            "assistant",
+            "Since it is basic economy, it cannot be modified: you would need to rebook to make these changes.",
+        ),
+        ("user", "ok"),
+    )
+    gold = Action(name="update_reservation_passengers", kwargs={"reservation_id": "FQ8APE", "passengers": []})
+    assert refusal(messages, len(messages), gold) == 5  # [3] came before the user asked for a passenger change
+
+
+def _failed_exchange() -> tuple[Script, int]:
+    """Retail test task 29: the skateboard exchanged as in gold, then the hose exchange attempted with a wrong call
+    (an item change on the pending order that holds the new hose), and the rest refused."""
+    ep = Script("retail", 29)
+    ep.user("Hi, I'm Isabella Johansson, zip 32286. I want to exchange my skateboard and my garden hose.")
+    for action in ep.task.actions[:4]:
+        ep.call(action.name, **action.kwargs)
+    ep.call("get_order_details", order_id="#W7181492")
+    ep.call("get_order_details", order_id="#W2575533")
+    skateboard, hose = ep.task.actions[4:]
+    ep.say(
+        "I will exchange the skateboard in #W3792453 and the hose in #W7181492 for the one in #W2575533. Confirm?",
+        "Yes, go ahead with both.",
+    )
+    ep.call(skateboard.name, **skateboard.kwargs)
+    attempt = ep.call(
+        "modify_pending_order_items",
+        order_id="#W2575533",
+        item_ids=hose.kwargs["new_item_ids"],
+        new_item_ids=hose.kwargs["item_ids"],
+        payment_method_id=hose.kwargs["payment_method_id"],
+    )
+    ep.say("The skateboard is done, but I am unable to exchange the garden hose. Anything else?", STOP)
+    return ep, attempt
+
+
+def test_a_refusal_that_reports_the_agents_own_failed_write_is_charged_to_that_write():
+    ep, attempt = _failed_exchange()
+    judged = judge(ep.build())
+    first = next(j for j in judged.judgements if j.first_critical_error)
+    assert first.step == attempt
+    assert "replay.write_missed_gold" in [f.signal for f in first.findings] and "wrong_tool" in first.categories
+
+
+def test_a_change_the_gold_solution_makes_in_two_steps_made_in_one_skips_the_first():
+    ep = Script("airline", 22)  # basic economy: gold moves the cabin to economy first, then changes the flights
+    ep.user("Hi, I'm ivan_rossi_8555. I want a nonstop flight on May 21 instead; I'll upgrade to economy.")
+    first_step, second_step = [a for a in ep.task.actions if a.name == "update_reservation_flights"]
+    for action in ep.task.actions[:3]:
+        ep.call(action.name, **action.kwargs)
+    ep.say("I will change OWZ4XL to HAT041 in economy. Confirm (yes/no)?", "Yes, please.")
+    write = ep.call(second_step.name, **second_step.kwargs)
+    ep.say("Done: you are on HAT041 in economy.", STOP)
+    judged = judge(ep.build())
+    first = next(j for j in judged.judgements if j.first_critical_error)
+    found = next(f for f in first.findings if f.critical)
+    assert first.step == write and found.signal == "replay.out_of_order" and found.category == "wrong_sequence"
+    assert found.expected == first_step  # the step that had to come first, never the agent's own

@@ -58,3 +58,24 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
 def test_otherwise_an_agent_action_is_to_blame(episode):
     judged = judge(episode().build())
     assert judged.fault is None and judged.first_error is not None
+
+
+def _delay_complaint(asks_for_compensation: bool) -> Script:
+    """Airline test task 46: the gold solution sends a $50 certificate for a delayed flight; the policy lets the agent
+    offer one only when the user explicitly asks for compensation."""
+    ep = Script("airline", 46)
+    ask = " Can I get some compensation for it?" if asks_for_compensation else ""
+    ep.user(f"Hi, I'm noah_muller_9847. I'm frustrated with the delayed flight in my last reservation.{ask}")
+    for action in ep.task.actions[:3]:
+        ep.call(action.name, **action.kwargs)
+    ep.say("I'm sorry about the delay on 4OG6T3. Is there anything else I can help you with?", STOP)
+    return ep
+
+
+@pytest.mark.parametrize("asks", [False, True], ids=["never asked: the task's fault", "asked: the agent's error"])
+def test_a_gold_certificate_the_user_never_asked_for_is_against_the_policy(asks):
+    judged = judge(_delay_complaint(asks_for_compensation=asks).build())
+    assert not judged.success
+    assert (judged.fault is None) == asks and (judged.first_error is None) == (not asks)
+    if not asks:
+        assert judged.fault == "fault.gold_against_policy"

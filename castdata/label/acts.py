@@ -20,6 +20,16 @@ _TOPICS = {  # a fragment of a tool name -> the words agents use for that act
 }
 
 
+_GENERIC = ("modify", "update")
+
+
 def topic_words(tool: str) -> tuple[str, ...]:
     """The words agents use for what a write tool does (`cancel`, `refund`, `book`, ...)."""
     return tuple(word for key, words in _TOPICS.items() if key in tool for word in words)
+
+
+def specific_words(tool: str) -> tuple[str, ...]:
+    """The words for what sets a write tool's act apart (`passenger` for update_reservation_passengers), without
+    the generic "change"/"update" every modifying tool shares; all its words when it has no others."""
+    words = tuple(word for key, words in _TOPICS.items() if key in tool and key not in _GENERIC for word in words)
+    return words or topic_words(tool)

@@ -9,7 +9,8 @@ change or never told a required answer. Real agents commit to the error earlier,
   error is the first of those messages. A write whose wrong values no message named is its own error;
 - **a refusal**: a needed change never made, after the agent had looked at the record it concerns and told the
   user it cannot be done, and never tried it after, or after it kept requiring a record's id the user said it does
-  not have, instead of looking the record up (`wrong_refusal`);
+  not have, instead of looking the record up (`wrong_refusal`). A refusal that reports the error of the agent's
+  own failed write, made since the user's last turn, rests on that write: the write is the error;
 - **a wrong answer**: a required answer never told, where the agent answered the user's question with another
   value, or refused to (`misread_observation` / `wrong_refusal`).
 """
@@ -21,8 +22,10 @@ import json
 import re
 from typing import Any
 
-from castdata.label.acts import TARGET_KEYS, topic_words
+from castdata.envs import Domain
+from castdata.label.acts import TARGET_KEYS, specific_words, topic_words
 from castdata.label.findings import Finding
+from castdata.label.replay import write_category
 from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.messages import calls, first_call, is_agent_text, tool_turns
 from castdata.records import Action, Trajectory
@@ -232,14 +235,18 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
     """The first agent message before `before`, after the user asked for what `action` does, that refuses it (names
     its target or topic)."""
     words = topic_words(action.name)
-    asked = next(
-        (
-            i
-            for i in range(1, before)
-            if messages[i]["role"] == "user" and any(word in (messages[i]["content"] or "").lower() for word in words)
-        ),
-        None,
-    )
+
+    def first_ask(words: tuple[str, ...]) -> int | None:
+        return next(
+            (
+                i
+                for i in range(1, before)
+                if messages[i]["role"] == "user" and any(w in (messages[i]["content"] or "").lower() for w in words)
+            ),
+            None,
+        )
+
+    asked, specific = first_ask(words), first_ask(specific_words(action.name))
     own = targets(action)
     looked = next(
         (
@@ -254,6 +261,8 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
         names_target = any(mentions(text, token) for token in own)
         if not REFUSAL.search(text) or (not names_target and (asked is None or index < asked)):
             continue  # a refusal of this record, or of this act once the user asked for it
+        if specific is not None and index < specific:
+            continue  # said before the user asked for this very act: it refused something else
         if looked is None or index < looked or _tried_after(messages, index, before, action.name):
             continue
         lowered = text.lower()
@@ -311,7 +320,22 @@ def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tu
     return None
 
 
-def attribute(trajectory: Trajectory, findings: list[Finding]) -> list[Finding]:
+def failed_write(messages: list[dict[str, Any]], said: int, domain: Domain) -> tuple[int, Action] | None:
+    """The agent's latest write between the user's last turn and message `said` whose result is an error."""
+    start = next((i for i in range(said - 1, 0, -1) if messages[i]["role"] == "user"), 0)
+    failed = [
+        (step, call.action)
+        for step, call in tool_turns(messages)
+        if start < step < said
+        and domain.tool_kind(call.name) == "write"
+        and step + 1 < said
+        and messages[step + 1]["role"] == "tool"
+        and str(messages[step + 1].get("content") or "").startswith("Error")
+    ]
+    return failed[-1] if failed else None
+
+
+def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -> list[Finding]:
     """The replay's critical findings moved to where each error was said (rule findings are kept as they are)."""
     messages = trajectory.messages
     moved = []
@@ -335,7 +359,12 @@ def attribute(trajectory: Trajectory, findings: list[Finding]) -> list[Finding]:
             # the closing message itself may be the refusal
             said = [refusal(messages, finding.step + 1, gold), insisted(messages, finding.step + 1)]
             found = min((index for index in said if index is not None), default=None)
-            if found is not None:  # the corrected turn offers the change (kept where its details were visible)
+            attempt = failed_write(messages, found, domain) if found is not None and found == said[0] else None
+            if attempt is not None and attempt[1] not in trajectory.privileged.gold_actions:
+                # the refusal reports the error of the agent's own write, one the gold solution never makes
+                step, action = attempt
+                finding = Finding(step, "replay.write_missed_gold", write_category(action, gold), "critical", gold)
+            elif found is not None:  # the corrected turn offers the change (kept where its details were visible)
                 finding = Finding(found, "said.refusal", "wrong_refusal", "critical", ask_to_confirm(gold), gold)
         elif finding.signal == "replay.output_missing":
             answers = [wrong_answer(messages, finding.step, output) for output in trajectory.outcome.outputs_missing]

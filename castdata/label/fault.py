@@ -18,7 +18,8 @@ solution are used for the verdict only, never in a rationale):
   instruction never speaks of such an act;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): the
   agent declined a gold cancellation the policy forbids, or it made, on the user's request and yes, a cancellation
-  the policy allows and the gold solution never makes;
+  the policy allows and the gold solution never makes, or the gold solution sends compensation the user never
+  asked for (the policy forbids offering it unasked);
 - `fault.gold_unreachable`: the agent's write used a value it was shown where the gold write of the same tool
   needs one that nothing could show (the instruction, the conversation, the database hold none).
 """
@@ -43,7 +44,7 @@ from castdata.label.attribution import (
     string_values,
 )
 from castdata.label.findings import Finding
-from castdata.label.policy_rules import cancellation
+from castdata.label.policy_rules import cancellation, compensation
 from castdata.label.rules import is_confirmation
 from castdata.messages import first_call
 from castdata.records import Action, Trajectory
@@ -220,8 +221,8 @@ def _user_asked(trajectory: Trajectory, step: int, action: Action, expected: Act
 
 def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> bool:
     """Whether the failure is the gold solution's disagreement with the policy: the agent declined a gold
-    cancellation the policy forbids, or the only wrong write is a cancellation the policy allows, asked for and confirmed,
-    that the gold solution never makes."""
+    cancellation the policy forbids, or a gold certificate the user never asked for, or the only wrong write is a
+    cancellation the policy allows, asked for and confirmed, that the gold solution never makes."""
     gold = list(trajectory.privileged.gold_actions)
     for finding in critical:
         missing = finding.missing or finding.expected
@@ -237,6 +238,13 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
             verdict = cancellation(domain, before, reservation, said_by_user(trajectory.messages))
             if verdict == "forbidden" and refusal(trajectory.messages, finding.step, missing) is not None:
                 return True  # forbidden for the reason the user gave, and the agent declined, as the policy requires
+        if (
+            finding.signal == "replay.gold_write_missing"
+            and missing is not None
+            and missing.name == "send_certificate"
+            and compensation(domain, said_by_user(trajectory.messages)) == "forbidden"
+        ):
+            return True  # compensation the user never asked for: the policy forbids offering it
     if len(critical) != 1 or critical[0].signal != "replay.write_off_gold" or critical[0].expected is not None:
         return False
     call = first_call(trajectory.messages[critical[0].step])

@@ -77,7 +77,7 @@ def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgem
         consistent = result.consistent
         fault = episode_fault(trajectory, domain, result.findings)
         if fault is None:
-            critical = attribute(trajectory, result.findings)
+            critical = attribute(trajectory, result.findings, domain)
             findings += critical
             first_error = min((f.step for f in critical), default=None)
     by_step: dict[int, list[Finding]] = {}

@@ -3,6 +3,8 @@
 - **airline cancellation** (policy, "Cancel flight"): the whole trip must be unflown; then a reservation can be
   cancelled within 24 hours of booking, when the airline cancelled a flight of it, or when it is business class;
   otherwise only with travel insurance and a covered reason (health or weather), which the data cannot tell.
+- **airline compensation** (policy, "Compensation"): a certificate is never offered proactively, only when the user
+  explicitly asks for some compensation.
 
 `cancellation(domain, db, reservation_id)` says `allowed`, `forbidden` or `depends` (on the user's reason), or
 None when the domain has no such rule or the record is missing. The current time is the one the policy states.
@@ -61,3 +63,16 @@ def cancellation(domain: Domain, db: Any, reservation_id: str, said: str = "") -
     if _COVERED.search(said):
         return "allowed"
     return "forbidden" if _NOT_COVERED.search(said) else "depends"
+
+
+_ASKS_COMPENSATION = re.compile(
+    r"\b(compensat\w*|certificates?|vouchers?|refund\w*|reimburs\w*|make (?:it|this|that) up)\b", re.I
+)
+
+
+def compensation(domain: Domain, said: str) -> Eligibility | None:
+    """Whether the policy lets the agent send a certificate, from what the user said (`said`): only once the user
+    asked for compensation; None when the domain has no such rule."""
+    if domain.name != "airline":
+        return None
+    return "allowed" if _ASKS_COMPENSATION.search(said) else "forbidden"

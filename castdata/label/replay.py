@@ -112,6 +112,23 @@ def _first_out_of_order(writes: list[Write], gold: GoldPath) -> tuple[Write, Act
     return None
 
 
+def _skipped_first_step(writes: list[Write], gold: GoldPath, unexplained: set) -> tuple[Write, Action] | None:
+    """A gold call the agent made, with the gold solution's earlier call of the same tool on the same record that
+    the agent never made (a cabin changed on the old flights before the flights change): one change the policy
+    makes in two steps, made in one, skips the step that had to come first."""
+    made = {_signature(w.action) for w in writes if w.ok}
+    order = [_signature(action) for action, _ in gold.writes]
+    for write in writes:
+        if not write.ok or _signature(write.action) not in order:
+            continue
+        for earlier, records in gold.writes[: order.index(_signature(write.action))]:
+            same_record = all(earlier.kwargs.get(key) == write.action.kwargs.get(key) for key in TARGET_KEYS)
+            skipped = _signature(earlier) not in made and records & unexplained
+            if earlier.name == write.action.name and same_record and skipped:
+                return write, earlier
+    return None
+
+
 def _first_made(writes: list[Write], write: Write, expected: Action | None) -> int:
     """Where a wrong write's error was first made: an earlier failed call of the same tool that already had one of
     its wrong values (the write repeats it), else the write itself."""
@@ -218,7 +235,7 @@ def _blocking_write(
     return None if still_possible else shared[0]
 
 
-def _write_category(action: Action, expected: Action | None) -> str:
+def write_category(action: Action, expected: Action | None) -> str:
     """`wrong_tool`; `missed_required_action` for a write that leaves out some of the gold write's items (a
     partial plan); else `wrong_argument`."""
     if expected is None or expected.name != action.name:
@@ -284,10 +301,14 @@ def replay_findings(
             expected = _related(write.action, set(write.changed), list(gold.writes))
             step = _first_made(writes, write, expected)
             findings.append(
-                Finding(step, "replay.write_off_gold", _write_category(write.action, expected), "critical", expected)
+                Finding(step, "replay.write_off_gold", write_category(write.action, expected), "critical", expected)
             )
             explained |= off_path
-    early = _first_out_of_order(writes, gold) if wrong - explained else None
+    early = (
+        (_first_out_of_order(writes, gold) or _skipped_first_step(writes, gold, wrong - explained))
+        if wrong - explained
+        else None
+    )
     if early is not None:
         write, expected = early
         findings.append(Finding(write.step, "replay.out_of_order", "wrong_sequence", "critical", expected))
@@ -301,7 +322,7 @@ def replay_findings(
         if blocker is not None:
             findings.append(Finding(blocker.step, "replay.blocked_later_write", "wrong_sequence", "critical", expected))
         else:
-            category = _write_category(write.action, expected)
+            category = write_category(write.action, expected)
             findings.append(Finding(write.step, "replay.write_missed_gold", category, "critical", expected))
         explained |= next(recs for g, recs in missing if g is expected)
     omitted = wrong - explained
