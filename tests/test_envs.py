@@ -7,6 +7,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
+from helpers.parity import FULL, sampled
 
 from castdata.envs import load_domain
 from castdata.envs.catalog import TAU_TRAIT_DOMAINS as DOMAINS
@@ -97,11 +98,12 @@ def test_castdata_gold_replay_scores_one_and_a_perturbed_write_zero():
 def _tau_trait_rewards(
     domain_name: str, split: str, sample_perturbed: int, part: int = 0, parts: int = 1
 ) -> list[tuple[int, float, float | None]]:
-    """(task id, tau-trait's reward of the gold replay, of a perturbed one) for every `parts`-th task from `part`."""
+    """(task id, tau-trait's reward of the gold replay, of a perturbed one) for every `parts`-th sampled task from
+    `part` (`helpers.parity`)."""
     domain = load_domain(domain_name)
     env = tau_trait_env(domain_name, split)
     rows = []
-    for task in domain.tasks(split)[part::parts]:
+    for task in sampled(domain.tasks(split))[part::parts]:
         said = [" ".join(task.outputs)]
         gold = tau_trait_reward(
             env, task.index, [(a.name, a.kwargs) for a in task.actions if a.name != "respond"], said
@@ -116,10 +118,11 @@ def _tau_trait_rewards(
     return rows
 
 
-@pytest.mark.timeout(1800)  # ~500 CPU seconds of tau-trait: past the default 600 s on a loaded machine
+@pytest.mark.timeout(1800)  # the full sweep is ~500 CPU seconds of tau-trait: past the default 600 s
 def test_tau_trait_agrees_on_every_gold_replay_and_on_perturbed_writes():
     """tau-trait's own Env.step + calculate_reward, in two worker processes (it costs ~0.5 s a retail task): each
-    split in two halves, largest first, so that neither process waits on the other (retail train alone is ~half)."""
+    split in two halves, largest first, so that neither process waits on the other (retail train alone is ~half).
+    Every task of the small splits and every 4th of the large ones; every task with CASTDATA_FULL_PARITY=1."""
     splits = [(name, split) for name in DOMAINS for split in load_domain(name).splits()]
     splits.sort(key=lambda job: -len(load_domain(job[0]).tasks(job[1])))
     jobs = [(name, split, 8, part, 2) for name, split in splits for part in (0, 1)]
@@ -134,14 +137,18 @@ def test_tau_trait_agrees_on_every_gold_replay_and_on_perturbed_writes():
         if i.tau_trait_scores_zero
     }
     perturbed_checked = 0
+    replayed = {(name, split): 0 for name, split in splits}
     for (name, split, *_), rows in results.items():
+        replayed[name, split] += len(rows)
         for task_id, gold, bad in rows:
             if (name, split, task_id) not in known:
                 assert gold == 1.0, (name, split, task_id)
             if bad is not None:
                 perturbed_checked += 1
                 assert bad == 0.0, (name, split, task_id)
-    assert perturbed_checked > 50
+    assert perturbed_checked > (50 if FULL else 12)
+    assert replayed == {(n, s): len(sampled(load_domain(n).tasks(s))) for n, s in splits}
+    assert replayed["retail", "train"] == (500 if FULL else 125)
 
 
 def test_unknown_tools_and_bad_arguments_are_observations():
