@@ -265,7 +265,7 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
         if kind in ("read", "write") and ungrounded_ids(action, seen):
             findings.append(Finding(step, "rule.ungrounded_id", "ungrounded_claim", "minor"))
         ok = step + 1 < len(messages) and not str(messages[step + 1].get("content") or "").startswith("Error")
-        if kind == "read" and action.name not in NO_DATA_TOOLS and violation != "malformed_tool_call":
+        if kind == "read" and violation != "malformed_tool_call":
             if _signature(action) in reads:
                 findings.append(Finding(step, "rule.repeated_read", "redundant_action", "minor"))
             if ok:
