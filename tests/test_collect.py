@@ -123,6 +123,26 @@ def test_injected_mistakes_match_what_happened(tmp_path):
                     m["content"] or "" for m in record.messages[1 : mistake.step] if m["role"] in ("user", "tool")
                 ]
                 assert token in json.dumps(message) and not any(token in text for text in earlier)
+            elif mistake.kind == "malformed_call":
+                assert meta.violation == "malformed_tool_call" and record.messages[mistake.step + 1][
+                    "content"
+                ].startswith("Error")
+                with pytest.raises(ValueError):
+                    json.loads(meta.raw["arguments"])
+                retried = record.messages[mistake.step + 2]["tool_calls"][0]["function"]
+                assert retried["name"] == call["name"] and retried["arguments"] == json.loads(
+                    meta.raw["arguments"] + "}"
+                )
+            elif mistake.kind == "empty_reply":
+                assert message["content"] == "" and meta.violation == "empty_reply"
+                assert record.messages[mistake.step + 1]["role"] == "user"
+            elif mistake.kind == "needless_transfer":
+                assert domain.tool_kind(call["name"]) == "transfer" and record.outcome.termination_reason == "transfer"
+                assert not any(domain.tool_kind(a.name) == "transfer" for a in record.privileged.gold_actions)
+            elif mistake.kind == "repeated_lookup":
+                before = record.messages[mistake.step - 2]
+                assert before["tool_calls"][0]["function"] == call and domain.tool_kind(call["name"]) == "read"
+                assert not record.messages[mistake.step - 1]["content"].startswith("Error")
     assert seen == set(MISTAKE_KINDS)
 
 

@@ -16,7 +16,7 @@ from castdata.label.hindsight import judge
 from castdata.label.policy import Clause
 from castdata.label.rationale import programmatic_labels
 from castdata.label.run import LabelConfig, label_run
-from castdata.label.schema import Label
+from castdata.label.schema import HINDSIGHT_CATEGORIES, Label
 from castdata.label.stats import KIND_CATEGORY, USER_KINDS, LabelStats
 from castdata.messages import agent_actions
 from castdata.models.scripted import MISTAKE_KINDS
@@ -83,9 +83,18 @@ def test_first_critical_error_is_the_first_injected_outcome_breaking_mistake(scr
 def test_each_kind_of_mistake_is_found_where_it_was_made(labeled):
     kinds = labeled[0]["injected"]["kinds"]
     counted = {kind: c for kind, c in kinds.items() if c.get("first_breaking", 0) >= 5}
-    assert {"wrong_refusal", "partial_plan", "user_deviation", "wrong_argument", "premature_end"} <= set(counted)
+    assert {
+        "wrong_refusal",
+        "partial_plan",
+        "user_deviation",
+        "wrong_argument",
+        "premature_end",
+        "needless_transfer",
+    } <= set(counted)
     for kind, c in counted.items():  # the first critical error is the first outcome-breaking mistake of that kind
         assert c.get("first_error_matches", 0) >= 0.85 * c["first_breaking"], (kind, c)
+    transfer = kinds["needless_transfer"]
+    assert transfer["first_error_matches"] >= 0.98 * transfer["first_breaking"], transfer
 
 
 def test_every_action_gets_one_verified_label(scripted_run, labeled):
@@ -109,9 +118,17 @@ def test_injected_mistakes_are_flagged_with_their_category(labeled):
     assert injected["first_error_category_matches"] >= 0.9 * injected["first_error_matches"]
     kinds = injected["kinds"]
     assert set(kinds) == set(KIND_CATEGORY) | set(USER_KINDS) and set(KIND_CATEGORY) <= set(MISTAKE_KINDS)
-    for kind in ("two_tool_calls", "missing_output"):  # rule and output checks see every one of these
-        assert kinds[kind]["category_match"] == kinds[kind]["injected"], (kind, kinds[kind])
+    assert set(KIND_CATEGORY.values()) == set(HINDSIGHT_CATEGORIES)  # every category the labeler gives is injected
+    assert set(HINDSIGHT_CATEGORIES) <= set(labeled[0]["labels"]["categories"])
+    # rule checks see every one of these, at the step it was made
+    for kind in ("two_tool_calls", "malformed_call", "empty_reply", "needless_transfer", "repeated_lookup"):
+        assert kinds[kind]["injected"] >= 20 and kinds[kind]["category_match"] == kinds[kind]["injected"], (
+            kind,
+            kinds[kind],
+        )
     assert kinds["no_confirmation"]["flagged"] >= 0.95 * kinds["no_confirmation"]["injected"]
+    # a missing output the user's deviation follows is charged where the episode ends, after the deviation's write
+    assert kinds["missing_output"]["category_match"] >= 0.9 * kinds["missing_output"]["injected"]
 
 
 def test_clause_table_ships_with_the_labels(scripted_run, labeled):

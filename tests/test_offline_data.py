@@ -1,7 +1,7 @@
-"""The offline default makes training-grade data: over a small demo-like build, no agent turn a model trains on
-uses an identifier it never saw, every write rests on a user turn that asked for it, and the report's pass^k
-equals the card's. Every mistake kind of the demo's rates fires here, guessed ids and misread values included:
-the labeler flags them (`rule.ungrounded_id`, `rule.misread_value`), so none trains as a valid turn.
+"""The offline default makes training-grade data: over the demo build (`configs/demo.yaml`, the session's
+`demo_build`), no agent turn a model trains on uses an identifier it never saw, every write rests on a user turn that
+asked for it, and the report's pass^k equals the card's. Every mistake kind of the demo's rates fires on retail train
+tasks, and every category the hindsight labeler gives appears in the train split.
 """
 
 from __future__ import annotations
@@ -11,34 +11,15 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
-from helpers.build import demo_config, labelled_run
+from helpers.build import demo_config
 
-from castdata.builders.dataset import MANIFEST, build_dataset
-from castdata.builders.options import BuildOptions
+from castdata.builders.dataset import MANIFEST
 from castdata.envs import load_domain
+from castdata.label.schema import HINDSIGHT_CATEGORIES
 from castdata.models.scripted.goals import REQUEST_VERBS
 from castdata.report import summarize
 from castdata.rundir import read_trajectories
 from castdata.visible import identifiers
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("offline")
-    run = labelled_run(
-        root / "run",
-        domains=["retail"],
-        split=["train", "test"],
-        tasks={"retail/train": "0-29", "retail/test": "0-5"},
-        trials=2,
-        agent=demo_config().agent,
-    )
-    kinds = {mistake.kind for record in read_trajectories(run) for mistake in record.injected_mistakes}
-    assert {"guessed_id", "misread_observation"} <= kinds
-    out = root / "dataset"
-    build_dataset([run], out, BuildOptions())
-    return run, out
 
 
 def rows(built: Path, config: str, split: str) -> list[dict]:
@@ -59,8 +40,8 @@ def unseen(messages: list[dict], index: int) -> list[str]:
     ]
 
 
-def test_no_train_turn_uses_an_identifier_it_never_saw(demo: tuple[Path, Path]) -> None:
-    run, built = demo
+def test_no_train_turn_uses_an_identifier_it_never_saw(demo_build: tuple[Path, Path]) -> None:
+    run, built = demo_build
     episodes = {record.id: record for record in read_trajectories(run)}
     critic = [row for row in rows(built, "critic_sft", "train") if row["verdict"] == "valid"]
     policy, dpo = rows(built, "policy_sft", "train"), rows(built, "policy_dpo", "train")
@@ -78,10 +59,10 @@ def test_no_train_turn_uses_an_identifier_it_never_saw(demo: tuple[Path, Path]) 
     assert [entry for entry in found if entry[2]] == []
 
 
-def test_every_write_follows_a_user_turn_that_asked_for_it(demo: tuple[Path, Path]) -> None:
+def test_every_write_follows_a_user_turn_that_asked_for_it(demo_build: tuple[Path, Path]) -> None:
     """On train tasks (templated instructions: each request names its order), a write and its confirmation
     question name an order a user turn asked to change (injected mistakes aside: a wrong argument names another)."""
-    run, _ = demo
+    run, _ = demo_build
     domain = load_domain("retail")
     checked = 0
     for record in (r for r in read_trajectories(run) if r.split == "train"):
@@ -110,8 +91,8 @@ def test_every_write_follows_a_user_turn_that_asked_for_it(demo: tuple[Path, Pat
     assert checked > 50
 
 
-def test_report_pass_k_equals_the_card(demo: tuple[Path, Path]) -> None:
-    run, built = demo
+def test_report_pass_k_equals_the_card(demo_build: tuple[Path, Path]) -> None:
+    run, built = demo_build
     card = {
         (row["domain"], row["benchmark_split"]): row["pass_k"]
         for row in json.loads((built / MANIFEST).read_text())["stats"]["pass_k"]
@@ -120,4 +101,21 @@ def test_report_pass_k_equals_the_card(demo: tuple[Path, Path]) -> None:
         (g["domain"], g["split"]): [round(g["pass_k"][k], 4) for k in sorted(g["pass_k"])]
         for g in summarize(run)["groups"]
     }
-    assert report == card and set(card) == {("retail", "train"), ("retail", "test")}
+    assert report == card and set(card) == {("retail", "train"), ("retail", "test"), ("telehealth", "test")}
+
+
+def test_every_kind_fires_on_retail_train_tasks(demo_build: tuple[Path, Path]) -> None:
+    """Every kind the demo's rates name (the agent's and the user's), but missing_output: no retail train task has a
+    required output."""
+    run, _ = demo_build
+    config = demo_config()
+    rates = {**config.agent.options["mistakes"], **config.user.options["mistakes"]}
+    train = [record for record in read_trajectories(run) if record.split == "train"]
+    assert not any(record.privileged.required_outputs for record in train)
+    assert {m.kind for record in train for m in record.injected_mistakes} == set(rates) - {"missing_output"}
+
+
+def test_every_hindsight_category_appears_in_train(demo_build: tuple[Path, Path]) -> None:
+    _, built = demo_build
+    invalid = [row for row in rows(built, "critic_sft", "train") if row["verdict"] == "invalid"]
+    assert {category for row in invalid for category in row["categories"]} == set(HINDSIGHT_CATEGORIES)

@@ -9,7 +9,8 @@ solution are used for the verdict only, never in a rationale):
   and the user chose it in its own words (named it, or its kind when the user holds only one of that kind): the
   instruction's choice was never given;
 - `fault.user_chose_target`: the only wrong values of the write are the records it acts on (an order, a
-  reservation), and the user named each first, unprompted or from a choice the agent offered with the gold record;
+  reservation), and the user named each first, unprompted or from a choice the agent offered with the gold record
+  (and said yes to a message that speaks of the write's act: a yes to a reschedule excuses no cancellation);
 - `fault.gold_payment_unspecified`: the only wrong value of the write is a payment method the agent named in the
   message the user said yes to, and the hidden instruction says nothing of paying;
 - `fault.user_withheld_id`: a needed change never made, where the user said it has no user id though its
@@ -136,6 +137,9 @@ def _user_chose_target(
     if not differing or any(key not in TARGET_KEYS for key in differing):
         return False
     messages = trajectory.messages
+    confirmed, words = proposal_of(messages, step), topic_words(action.name)
+    if confirmed is not None and words and not any(word in messages[confirmed]["content"].lower() for word in words):
+        return False  # the user said yes to another act (a reschedule, and the agent cancelled)
     for key in differing:
         value, right = str(action.kwargs[key]), str(expected.kwargs.get(key))
         named = next(
@@ -147,7 +151,6 @@ def _user_chose_target(
         offer = next((i for i in range(named - 1, 0, -1) if agent_text(messages[i])), None)
         if offer is not None and _names_alone(messages[offer], value, right):
             return False  # the agent put this record forward alone
-        confirmed = proposal_of(messages, step)
         if confirmed is not None and _names_alone(messages[confirmed], right, value):
             return False  # the user said yes to the gold record, and the agent wrote another
     return not _forbidden(trajectory, domain, step, action)

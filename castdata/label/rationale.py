@@ -55,6 +55,7 @@ _REQUIRED = {
     "rule.cancel_not_allowed": "A reservation may be cancelled only as the policy allows: an unflown trip, within 24 hours of booking, a flight the airline cancelled, business class, or insurance with a covered reason.",
     "rule.ungrounded_id": "An identifier passed to a tool must come from the user or an earlier tool result, never a guess.",
     "rule.misread_value": "What the agent tells the user must be what the tool result says.",
+    "rule.repeated_read": "A lookup is made again only when something may have changed since its result.",
 }
 _ASSESSMENT = {
     "wrong_argument": "its arguments are not the ones the conversation established, so it does not make the change the user asked for",
@@ -80,6 +81,7 @@ _ASSESSMENT = {
     "rule.cancel_not_allowed": "the policy does not allow cancelling this reservation",
     "rule.ungrounded_id": "it passes an identifier that nothing the user said or a tool returned showed",
     "rule.misread_value": "it gives the user a value the tool result it just read does not hold",
+    "rule.repeated_read": "it repeats an earlier lookup with the same arguments, and nothing changed since its result",
 }
 _VALID_ASSESSMENT = {
     "write": "Valid: the change rests on the user's explicit yes to the details it uses, as the policy requires.",

@@ -14,6 +14,10 @@
   unless the user asked for a human after the agent had refused their request (the policy then allows it);
 - `rule.misread_value`: an agent message, right after a tool result, that gives a field of that result (its
   amount, price, balance) a number the result does not hold for it (nor as its total);
+- `rule.repeated_read`: a read with the very arguments of one that succeeded since the latest user turn and the
+  agent's latest write: its result holds nothing the agent had not seen, and nobody asked anything new (a record
+  read again after a change, or for a new user turn, is no repeat; in dual control the user's own tool calls come
+  with a user turn);
 - `rule.cancel_not_allowed`: a cancellation the policy forbids for that record (`castdata.label.policy_rules`:
   airline's flown trips, and economy bookings older than 24 hours without a covered reason);
 - `rule.ungrounded_id`: a tool call with an identifier argument (order, item, user, product, reservation, payment
@@ -217,6 +221,10 @@ def _cancellation_forbidden(trajectory: Trajectory, domain: Domain, step: int, a
     return cancellation(domain, db, record, said_by_user(trajectory.messages, step)) == "forbidden"
 
 
+def _signature(action: Action) -> str:
+    return json.dumps([action.name, action.kwargs], sort_keys=True)
+
+
 def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
     """Every policy rule violation of an episode, in step order."""
     findings: list[Finding] = []
@@ -227,12 +235,14 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
     gold_transfers = any(domain.tool_kind(a.name) == "transfer" for a in trajectory.privileged.gold_actions)
     messages = trajectory.messages
     seen = messages[0].get("content") or ""  # what the user and the tools have shown so far (and the policy)
+    reads: set[str] = set()  # the signatures of the successful reads since the latest user turn and write
     for step, message in enumerate(messages):
         if message["role"] == "tool":
             seen += "\n" + (message.get("content") or "")
             continue
         if message["role"] == "user":
             seen += "\n" + (message.get("content") or "")
+            reads.clear()
             confirmed, request = is_confirmation(message.get("content") or "", said), said
             first_write = None
             continue
@@ -255,6 +265,13 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
         if kind in ("read", "write") and ungrounded_ids(action, seen):
             findings.append(Finding(step, "rule.ungrounded_id", "ungrounded_claim", "minor"))
         ok = step + 1 < len(messages) and not str(messages[step + 1].get("content") or "").startswith("Error")
+        if kind == "read" and violation != "malformed_tool_call":
+            if _signature(action) in reads:
+                findings.append(Finding(step, "rule.repeated_read", "redundant_action", "minor"))
+            if ok:
+                reads.add(_signature(action))
+        elif kind == "write":
+            reads.clear()
         needs_auth = bool(domain.catalog.auth_tools) and not authenticated
         if kind in ("read", "write") and needs_auth and action.name not in domain.catalog.auth_tools | NO_DATA_TOOLS:
             findings.append(Finding(step, "rule.before_auth", "auth_violation", "minor", ask_to_authenticate(domain)))

@@ -35,6 +35,12 @@ CATEGORIES = (
     "miscommunication",
     "other",
 )
+# Only a teacher model's rationale (`castdata.label.teacher`) gives these: no rule or replay check finds a disclosed
+# detail, a change made before the user asked for it, or an error outside the taxonomy.
+TEACHER_CATEGORIES = ("info_disclosure", "premature_action", "other")
+# The categories the hindsight labeler (replay, attribution and rules) gives: a scripted mistake kind injects each
+# (`castdata.label.stats.KIND_CATEGORY`), and the demo dataset's train split covers them all.
+HINDSIGHT_CATEGORIES = tuple(c for c in CATEGORIES if c not in TEACHER_CATEGORIES)
 
 Verdict = Literal["valid", "invalid", "uncertain"]
 Severity = Literal["critical", "minor", "none"]

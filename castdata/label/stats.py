@@ -37,6 +37,10 @@ KIND_CATEGORY = {
     "partial_plan": "missed_required_action",
     "wrong_order": "wrong_sequence",
     "guessed_id": "ungrounded_claim",
+    "malformed_call": "schema_error",
+    "empty_reply": "miscommunication",
+    "needless_transfer": "unnecessary_transfer",
+    "repeated_lookup": "redundant_action",
 }
 USER_KINDS = ("user_deviation",)  # the simulated user's mistakes: the labeler should blame no agent action
 

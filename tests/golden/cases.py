@@ -118,6 +118,37 @@ def retail_wrong_tool():
 
 
 @case
+def retail_repeated_lookup():
+    ep = _emma()
+    repeat = ep.call("get_order_details", order_id="#W2417020")  # the same order, unchanged since it was read
+    _emma_confirm(ep)
+    ep.call("cancel_pending_order", order_id="#W2417020", reason="no longer needed")
+    ep.say("Your order is cancelled. Anything else?", STOP)
+    return ep.build(), Expect(None, {repeat: "redundant_action"})
+
+
+@case
+def retail_lookup_after_a_write_success():
+    ep = _emma()
+    _emma_confirm(ep)
+    ep.call("cancel_pending_order", order_id="#W2417020", reason="no longer needed")
+    ep.call("get_order_details", order_id="#W2417020")  # the order changed: reading it again is no repeat
+    ep.say("Your order is cancelled. Anything else?", STOP)
+    return ep.build(), Expect(None)
+
+
+@case
+def retail_lookup_again_when_asked_success():
+    ep = _emma()
+    ep.say("Order #W2417020 is pending.", "Could you check that order once more?")
+    ep.call("get_order_details", order_id="#W2417020")  # the user asked: no repeat of the agent's own
+    _emma_confirm(ep)
+    ep.call("cancel_pending_order", order_id="#W2417020", reason="no longer needed")
+    ep.say("Your order is cancelled. Anything else?", STOP)
+    return ep.build(), Expect(None)
+
+
+@case
 def retail_failed_write_abandoned():
     ep = _emma()
     ep.say("I will cancel order #W2417020 because you changed your mind. Do you confirm (yes/no)?", "Yes.")

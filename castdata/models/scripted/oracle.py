@@ -40,9 +40,22 @@ MISTAKE_KINDS = (
     "partial_plan",  # leaving one of the items of a write out (outcome-breaking)
     "wrong_order",  # a write that makes a later required write fail (outcome-breaking)
     "guessed_id",  # using an identifier never seen: the lookup that shows it is skipped
+    "malformed_call",  # a lookup whose arguments are not JSON (cut short); the error result, then the lookup
+    "empty_reply",  # an empty message before one the plan says; the user asks what the agent means
+    "needless_transfer",  # a transfer to a human in place of a write, when the task needs none (outcome-breaking)
+    "repeated_lookup",  # a lookup made again right after its result, nothing changed in between
 )
 OUTCOME_BREAKING = frozenset(
-    {"wrong_argument", "wrong_tool", "premature_end", "missing_output", "wrong_refusal", "partial_plan", "wrong_order"}
+    {
+        "wrong_argument",
+        "wrong_tool",
+        "premature_end",
+        "missing_output",
+        "wrong_refusal",
+        "partial_plan",
+        "wrong_order",
+        "needless_transfer",
+    }
 )
 # A mistake of these kinds is recorded as outcome-breaking only when it is: the oracle checks with a
 # privileged replay (e.g. a wrong argument to a gold write that fails anyway changes nothing).
@@ -120,7 +133,10 @@ class NoisyOracleAgent:
             following = steps[index + 1] if index + 1 < len(steps) else None
             start = len(moves)
             if step.kind == "say":
-                moves.append(Move(say=step.text, goal=step.goal))
+                say = Move(say=step.text, goal=step.goal)
+                if roll("empty_reply"):
+                    moves.append(Move(say="", goal=step.goal, mistakes=("empty_reply",), fix=(say,), covers=2))
+                moves.append(say)
             elif step.kind == "read":
                 if step.action.name in self.ctx.domain.catalog.auth_tools:
                     moves += self._auth(step, steps, index, roll)
@@ -138,7 +154,7 @@ class NoisyOracleAgent:
                     moves.append(Move(calls=(following.action,), goal=step.goal))
                     index += 1
                 else:
-                    moves.append(Move(calls=(step.action,), goal=step.goal))
+                    moves += self._lookup(step, roll)
             elif step.kind == "write":
                 skipped = self._write(step, steps, index, final, roll, moves)
                 index += skipped
@@ -148,6 +164,32 @@ class NoisyOracleAgent:
                 moves[start : start + 1] = _guessed(moves[start], guess)
                 guess = None
             index += 1
+        for position, move in enumerate(moves[:-1]):  # sent back by a critic, a repeat gives way to the next move
+            if "repeated_lookup" in move.mistakes:
+                move.fix, move.covers = (moves[position + 1],), 2
+        return moves
+
+    def _lookup(self, step: Step, roll) -> list[Move]:
+        """A lookup, possibly first with its arguments cut short (malformed_call), possibly made twice in a row
+        when its result is no error (repeated_lookup)."""
+        read = Move(calls=(step.action,), goal=step.goal)
+        moves = [read]
+        if roll("malformed_call"):
+            detail = {"malformed_call": f"{step.action.name} with arguments that are not JSON"}
+            moves.insert(
+                0,
+                Move(
+                    calls=read.calls,
+                    goal=step.goal,
+                    mistakes=("malformed_call",),
+                    details=detail,
+                    fix=(read,),
+                    covers=2,
+                ),
+            )
+        if step.ok and roll("repeated_lookup"):
+            detail = {"repeated_lookup": f"{step.action.name} again"}
+            moves.append(Move(calls=read.calls, goal=step.goal, mistakes=("repeated_lookup",), details=detail))
         return moves
 
     def _auth(self, step: Step, steps: list[Step], index: int, roll) -> list[Move]:
@@ -178,17 +220,21 @@ class NoisyOracleAgent:
         gold_way = lambda: tuple(self._moves(rest, _never))  # noqa: E731
         abandon = None
         if goal == final and roll("premature_end"):
-            abandon = ("premature_end", f"I have taken care of your request. {ANYTHING_ELSE}", {})
+            abandon = Move(say=f"I have taken care of your request. {ANYTHING_ELSE}", mistakes=("premature_end",))
         elif roll("wrong_refusal"):
             what = action.name.replace("_", " ")
             say = f"I'm sorry, but I can't {what} for you: our policy does not allow it. {ANYTHING_ELSE}"
-            abandon = ("wrong_refusal", say, {"wrong_refusal": f"refused {action.name}"})
-        if abandon is not None:  # the goal ends here, its remaining writes never made
-            kind, say, details = abandon
-            breaking = self._breaks(skipped=[s.action for s in rest if s.kind == "write"]) or (
-                goal == final and bool(self.ctx.task.outputs)
+            abandon = Move(say=say, mistakes=("wrong_refusal",), details={"wrong_refusal": f"refused {action.name}"})
+        elif (handoff := self._handoff(action)) is not None and roll("needless_transfer"):
+            details = {"needless_transfer": f"{handoff.name} instead of {action.name}"}
+            abandon = Move(calls=(handoff,), mistakes=("needless_transfer",), details=details)
+        if abandon is not None:  # the goal ends here, its remaining writes never made; a transfer ends the episode
+            ends = goal == final or bool(abandon.calls)
+            skipped = steps[index:] if abandon.calls else rest
+            breaking = self._breaks(skipped=[s.action for s in skipped if s.kind == "write"]) or (
+                ends and bool(self.ctx.task.outputs)
             )
-            moves.append(Move(say=say, goal=goal, mistakes=(kind,), breaking=breaking, details=details, fix=gold_way()))
+            moves.append(Move(**{**vars(abandon), "goal": goal, "breaking": breaking, "fix": gold_way()}))
             return len(rest) - 1
         later = next((s for s in steps[index + 1 :] if s.kind == "write"), None)
         if later is not None and later.goal == goal and self._swap_breaks(action, later.action) and roll("wrong_order"):
@@ -239,6 +285,17 @@ class NoisyOracleAgent:
         else:
             moves += [Move(say=confirmation(action), goal=goal), write]
         return 0
+
+    def _handoff(self, action: Action) -> Action | None:
+        """A transfer to a human agent about the request `action` serves; None where the domain has no transfer
+        tool, or where the task's gold solution transfers (the hand-off is then no mistake)."""
+        domain = self.ctx.domain
+        name = domain.catalog.transfer_tool
+        if name is None or any(domain.tool_kind(a.name) == "transfer" for a in self.ctx.task.actions):
+            return None
+        required = domain.tools[name].get_info()["function"]["parameters"].get("required", [])
+        why = f"The user asks to {action.name.replace('_', ' ')}; handing over to a human agent."
+        return Action(name=name, kwargs={param: why for param in required})
 
     def _call(self, action: Action, goal: int, roll) -> Move:
         fix = (Move(calls=(action,), goal=goal),)
@@ -387,10 +444,14 @@ class NoisyOracleAgent:
             )
         if say is not None:
             return Reply(content=say)
+        cut = "malformed_call" in move.mistakes  # the arguments' closing brace left off: no JSON object
         return Reply(
             tool_calls=[
                 ToolCall(
-                    id=f"call_{step}_{i}", name=a.name, arguments=dict(a.kwargs), raw_arguments=json.dumps(a.kwargs)
+                    id=f"call_{step}_{i}",
+                    name=a.name,
+                    arguments=None if cut else dict(a.kwargs),
+                    raw_arguments=json.dumps(a.kwargs)[:-1] if cut else json.dumps(a.kwargs),
                 )
                 for i, a in enumerate(calls)
             ]

@@ -39,6 +39,7 @@ class Step:
     action: Action | None = None
     reveals: tuple[str, ...] = ()  # for a lookup: the identifiers it was made to find
     value: tuple[str, str] | None = None
+    ok: bool = True  # for a call: its result was no error (some gold solutions look up what does not exist)
 
 
 def greeting(domain: Domain) -> str:
@@ -194,7 +195,7 @@ class _Planner:
         kind = "write" if self.domain.tool_kind(action.name) == "write" else "read"
         if kind == "write":
             self.last_write = observation
-        return Step(kind, goal, action=action, reveals=reveals)
+        return Step(kind, goal, action=action, reveals=reveals, ok=not observation.startswith("Error"))
 
     def ground(self, text: str, goal: int) -> list[Step]:
         """The lookups that show the identifiers of `text` not seen yet."""
