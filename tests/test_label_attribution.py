@@ -183,3 +183,20 @@ def test_a_change_the_gold_solution_makes_in_two_steps_made_in_one_skips_the_fir
     found = next(f for f in first.findings if f.critical)
     assert first.step == write and found.signal == "replay.out_of_order" and found.category == "wrong_sequence"
     assert found.expected == first_step  # the step that had to come first, never the agent's own
+
+
+def test_a_write_the_gold_never_makes_began_at_the_first_offer_that_named_its_flights():
+    messages = _messages(
+        ("user", "Please upgrade reservation 4NQLHD to business, under $1000 in all."),
+        ("tool", json.dumps({"reservation_id": "4NQLHD", "cabin": "economy"})),
+        ("assistant", "Your reservation 4NQLHD is in economy."),
+        ("user", "Can it be cheaper?"),
+        ("assistant", "Business on HAT286 and economy on HAT047 comes to $897. Shall we go with this option?"),
+        ("user", "Great, let's proceed."),
+        ("assistant", "To confirm, I will update the flights: HAT286 (business), HAT047 (economy), $897. Yes?"),
+        ("user", "Yes."),
+    )
+    write = len(messages)
+    topic = ("change", "update", "modify")
+    assert said_first(messages, write, ["4NQLHD"], topic, ("HAT286", "HAT047")) == 5
+    assert said_first(messages, write, ["4NQLHD"], topic) == 7  # without the flights: the latest offer

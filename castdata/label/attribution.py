@@ -5,8 +5,8 @@ change or never told a required answer. Real agents commit to the error earlier,
 
 - **a proposal that carries the error**: a wrong write (wrong values, or an act the gold solution never makes)
   that the user confirmed was already in the agent's message the user said yes to, and in the messages that
-  offered it before, when they name the write's wrong values (or, for an act gold never makes, its target). The
-  error is the first of those messages. A write whose wrong values no message named is its own error;
+  offered it before, when they name the write's wrong values (or, for an act gold never makes, its target or the
+  flights or items it sets). The error is the first of those messages. A write whose wrong values no message named is its own error;
 - **a refusal**: a needed change never made, after the agent had looked at the record it concerns and told the
   user it cannot be done, and never tried it after, or after it kept requiring a record's id the user said it does
   not have, instead of looking the record up (`wrong_refusal`). A refusal that reports the error of the agent's
@@ -156,13 +156,18 @@ def wrong_tokens(action: Action, expected: Action | None) -> list[str]:
 
 
 def said_first(
-    messages: list[dict[str, Any]], step: int, tokens: list[str], topic: tuple[str, ...] | None = None
+    messages: list[dict[str, Any]],
+    step: int,
+    tokens: list[str],
+    topic: tuple[str, ...] | None = None,
+    values: tuple[str, ...] = (),
 ) -> int:
     """Where a write's error was first said: the first agent message of the unbroken run, ending with the latest
     one before `step`, that names one of `tokens` or describes one (`descriptions`) (no earlier than the latest tool result naming one: what the
     agent said rests on what it read). For a wrong act (`topic`: the words for what the write does), the latest
     message must speak of that act, else the write went against what was proposed and is its own error; it is
-    the error even when it names no token. `step` itself when no message carries the error."""
+    the error even when it names no token, and so is each offer before it in the run that names the write's own
+    `values` (the flights or items it sets, not its target). `step` itself when no message carries the error."""
     floor = max(
         (
             i
@@ -186,7 +191,13 @@ def said_first(
         if not any(mentions(text, token) for token in tokens) and not describes(text, described):
             break
         found = index
-    return texts[-1] if found == step and topic else found
+    if found == step and topic:  # a wrong act: the run of offers that name the write's values ends with the latest
+        found = texts[-1]
+        for index in reversed(texts[:-1]):
+            if not any(mentions(messages[index]["content"], value) for value in values):
+                break
+            found = index
+    return found
 
 
 def _searched_with(messages: list[dict[str, Any]], result: int, tokens: list[str]) -> int | None:
@@ -348,7 +359,9 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
             if action is not None and proposal_of(messages, finding.step) is not None:
                 act_wrong = finding.expected is None or finding.expected.name != action.name
                 topic = topic_words(action.name) if act_wrong else None
-                step = said_first(messages, finding.step, wrong_tokens(action, finding.expected), topic)
+                own = set(targets(action))
+                named = tuple(v for v in string_values(action.kwargs) if re.search(r"\d", v) and v not in own)
+                step = said_first(messages, finding.step, wrong_tokens(action, finding.expected), topic, named)
                 if step != finding.step:
                     expected = ask_to_confirm(finding.expected) if finding.expected is not None else None
                     finding = Finding(
