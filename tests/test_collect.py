@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -16,7 +17,8 @@ import yaml
 from castdata.config import CollectConfig
 from castdata.envs import load_domain
 from castdata.messages import agent_actions
-from castdata.models.scripted import MISTAKE_KINDS
+from castdata.models.base import EpisodeContext
+from castdata.models.scripted import MISTAKE_KINDS, ScriptedUser
 from castdata.rollout.collect import collect
 from castdata.rundir import read_trajectories, repair
 
@@ -173,6 +175,16 @@ def _at(arguments: dict, key: str):
         name, index = key[:-1].split("[")
         return arguments[name][int(index)]
     return arguments[key]
+
+
+def test_the_scripted_user_gives_up_after_three_turns_it_does_not_understand_in_a_row():
+    domain = load_domain("retail")
+    user = ScriptedUser(EpisodeContext(domain, domain.task("test", 0), seed=0))
+    asyncio.run(user.reply(None))
+    replies = [asyncio.run(user.reply("Blorp?")).content for _ in range(2)]
+    assert asyncio.run(user.reply("What is your zip code?")).content != replies[0]  # understood: patience restored
+    replies += [asyncio.run(user.reply("Blorp?")).content for _ in range(3)]
+    assert ["###STOP###" in reply for reply in replies] == [False, False, False, False, True]
 
 
 def test_same_seed_same_episodes(tmp_path):

@@ -63,7 +63,17 @@ class ScriptedUser:
                 self.stated += 1
                 return Reply(content=f"Yes, one more thing. {self.goals[self.stated - 1]}")
             return self._deviate() if self.deviation is not None else Reply(content=STOP)
-        self.confused = 0
+        understood = self._answer(text)
+        if understood is not None:
+            self.confused = 0
+            return understood
+        self.confused += 1
+        if self.confused >= self.PATIENCE:
+            return Reply(content="I don't think we're getting anywhere. ###STOP###")
+        return Reply(content="Sorry, I'm not sure what you mean. Can you help me with my request?")
+
+    def _answer(self, text: str) -> Reply | None:
+        """The reply to an agent message the user understands: its own tool calls, a yes, its identity; else None."""
         calls = self.phone.calls_for(text)
         if calls:
             return Reply(tool_calls=calls)
@@ -71,10 +81,7 @@ class ScriptedUser:
             return Reply(content="Yes, please proceed.")
         if any(word in text for word in ("email", "zip", "user id", "date of birth", "phone", "your name")):
             return Reply(content=identity(self.ctx.domain, self.ctx.task))
-        self.confused += 1
-        if self.confused >= self.PATIENCE:
-            return Reply(content="I don't think we're getting anywhere. ###STOP###")
-        return Reply(content="Sorry, I'm not sure what you mean. Can you help me with my request?")
+        return None
 
     async def observe(self, results: list[tuple[ToolCall, str]]) -> Reply:
         """The user's message after running its own tools (dual control)."""
