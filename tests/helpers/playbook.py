@@ -25,7 +25,7 @@ KEY_ENV = "CASTDATA_TEST_COLLECT_KEY"
 KEY = "sk-test-collect-0123456789abcdef"
 TICKET = re.compile(r"\[ticket (\w+)/(\w+)/(\d+)\]")
 MALFORMED_OBSERVATION = "Error: the arguments of"
-MISTAKES = {"premature_end": 0.3, "missing_output": 0.5}  # with seed 0: tasks 2 and 3 end too early
+MISTAKES = {"premature_end": 0.7, "missing_output": 0.5}  # with seed 0: tasks 2 and 3 end too early
 
 
 class Playbook:
