@@ -373,9 +373,12 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
             said = [refusal(messages, finding.step + 1, gold), insisted(messages, finding.step + 1)]
             found = min((index for index in said if index is not None), default=None)
             attempt = failed_write(messages, found, domain) if found is not None and found == said[0] else None
+            charged = {f.step for f in findings if f.critical}
             if attempt is not None and attempt[1] not in trajectory.privileged.gold_actions:
                 # the refusal reports the error of the agent's own write, one the gold solution never makes
                 step, action = attempt
+                if step in charged:
+                    continue  # that write is already charged
                 finding = Finding(step, "replay.write_missed_gold", write_category(action, gold), "critical", gold)
             elif found is not None:  # the corrected turn offers the change (kept where its details were visible)
                 finding = Finding(found, "said.refusal", "wrong_refusal", "critical", ask_to_confirm(gold), gold)

@@ -112,19 +112,24 @@ def _first_out_of_order(writes: list[Write], gold: GoldPath) -> tuple[Write, Act
     return None
 
 
-def _skipped_first_step(writes: list[Write], gold: GoldPath, unexplained: set) -> tuple[Write, Action] | None:
+def _skipped_first_step(
+    domain: Domain, writes: list[Write], gold: GoldPath, unexplained: set
+) -> tuple[Write, Action] | None:
     """A gold call the agent made, with the gold solution's earlier call of the same tool on the same record that
     the agent never made (a cabin changed on the old flights before the flights change): one change the policy
-    makes in two steps, made in one, skips the step that had to come first."""
+    makes in two steps, made in one, skips the step that had to come first (a failed try at that step is an
+    error of its own)."""
     made = {_signature(w.action) for w in writes if w.ok}
     order = [_signature(action) for action, _ in gold.writes]
     for write in writes:
         if not write.ok or _signature(write.action) not in order:
             continue
         for earlier, records in gold.writes[: order.index(_signature(write.action))]:
-            same_record = all(earlier.kwargs.get(key) == write.action.kwargs.get(key) for key in TARGET_KEYS)
-            skipped = _signature(earlier) not in made and records & unexplained
-            if earlier.name == write.action.name and same_record and skipped:
+            existing = all(_base_value(domain, record) is not None for record in records)  # not a booking
+            same_records = existing and bool(records) and records <= set(write.changed)
+            tried = any(not w.ok and w.action.name == earlier.name and w.step < write.step for w in writes)
+            skipped = _signature(earlier) not in made and not tried and records & unexplained
+            if earlier.name == write.action.name and same_records and skipped:
                 return write, earlier
     return None
 
@@ -305,7 +310,7 @@ def replay_findings(
             )
             explained |= off_path
     early = (
-        (_first_out_of_order(writes, gold) or _skipped_first_step(writes, gold, wrong - explained))
+        (_first_out_of_order(writes, gold) or _skipped_first_step(domain, writes, gold, wrong - explained))
         if wrong - explained
         else None
     )
