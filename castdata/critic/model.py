@@ -6,7 +6,6 @@ with the structured critique as JSON, `verdict` last; the JSON schema is passed 
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from castdata.builders import critic as critic_rows
@@ -15,7 +14,6 @@ from castdata.critic.guard import Critique
 from castdata.label.policy import clause_table
 from castdata.label.schema import critique_schema, structured_critique
 from castdata.models.base import Backend, EpisodeContext
-from castdata.records import MessageMeta
 
 
 def parse_critique(text: str) -> Critique:
@@ -42,10 +40,7 @@ class ModelCritic:
         if domain.name not in self._systems:
             context = context_block(clause_table(domain.name).clauses, domain.tool_schemas)
             self._systems[domain.name] = critic_rows.system_prompt(context)
-        # `user_prompt` reads an episode's messages and, for the proposed step, its meta (`raw` calls): here the
-        # proposal already carries every call it emitted, so its meta is empty.
-        pending = SimpleNamespace(messages=[*messages, proposed], meta=[MessageMeta(t=0.0)] * (len(messages) + 1))
-        user = critic_rows.user_prompt(SimpleNamespace(trajectory=pending), len(messages))
+        user = critic_rows.proposal_prompt(messages, len(messages), proposed)  # the proposal carries every call
         return [{"role": "system", "content": self._systems[domain.name]}, {"role": "user", "content": user}]
 
     async def judge(self, ctx: EpisodeContext, messages: list[dict[str, Any]], proposed: dict[str, Any]) -> Critique:
