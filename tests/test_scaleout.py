@@ -174,4 +174,6 @@ def test_endpoint_limit_holds_across_workers(tmp_path: Path, playbook: Playbook)
             getattr(config, role).max_concurrency = 8
         manifest = collect(config, tmp_path / "run", show_progress=False)
         assert manifest.counts["finished"] == 32
-        assert server.stats.max_in_flight == 8  # 4 workers x 8 episodes want up to 32 requests at once
+        # 4 workers x 8 episodes want up to 32 requests at once: the limit binds (more than one worker's share)
+        # and holds (at most 8); how close the peak comes to 8 depends on the machine's load
+        assert 4 < server.stats.max_in_flight <= 8
