@@ -79,3 +79,17 @@ def test_a_gold_certificate_the_user_never_asked_for_is_against_the_policy(asks)
     assert (judged.fault is None) == asks and (judged.first_error is None) == (not asks)
     if not asks:
         assert judged.fault == "fault.gold_against_policy"
+
+
+@pytest.mark.parametrize("asks", [False, True], ids=["unasked: a policy violation", "asked: valid"])
+def test_a_certificate_sent_without_the_user_asking_is_flagged_even_when_the_episode_succeeds(asks):
+    ep = _delay_complaint(asks_for_compensation=asks)
+    ep.messages, ep.meta = ep.messages[:-2], ep.meta[:-2]  # before the closing turns
+    certificate = ep.task.actions[-1]
+    ep.say(f"I can offer a ${certificate.kwargs['amount']} certificate. Confirm (yes/no)?", "Yes, please.")
+    step = ep.call(certificate.name, **certificate.kwargs)
+    ep.say("Done. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert judged.success
+    signals = [f.signal for j in judged.judgements if j.step == step for f in j.findings]
+    assert ("rule.unasked_compensation" in signals) == (not asks)

@@ -35,6 +35,7 @@ TOPICS = {
     "transfer": re.compile(r"transfer .* if and only if", re.I),
     "authentication": re.compile(r"authenticate|obtain the user id|verify identity", re.I),
     "cancellation": re.compile(r"can be cancelled within 24 hours", re.I),
+    "compensation": re.compile(r"do not proactively offer", re.I),
 }
 
 

@@ -29,6 +29,7 @@ _TOPICS = {
     "rule.tool_call_with_text": "one_tool_call",
     "rule.unneeded_transfer": "transfer",
     "rule.cancel_not_allowed": "cancellation",
+    "rule.unasked_compensation": "compensation",
 }
 
 _WRONG_WRITE = "The write had to make exactly the change the user asked for and confirmed{fix}."
@@ -56,6 +57,7 @@ _REQUIRED = {
     "rule.ungrounded_id": "An identifier passed to a tool must come from the user or an earlier tool result, never a guess.",
     "rule.misread_value": "What the agent tells the user must be what the tool result says.",
     "rule.repeated_read": "A lookup is made again only when something may have changed since its result.",
+    "rule.unasked_compensation": "Compensation is never offered proactively: only after the user complains and explicitly asks for it.",
 }
 _ASSESSMENT = {
     "wrong_argument": "its arguments are not the ones the conversation established, so it does not make the change the user asked for",
@@ -82,6 +84,7 @@ _ASSESSMENT = {
     "rule.ungrounded_id": "it passes an identifier that nothing the user said or a tool returned showed",
     "rule.misread_value": "it gives the user a value the tool result it just read does not hold",
     "rule.repeated_read": "it repeats an earlier lookup with the same arguments, and nothing changed since its result",
+    "rule.unasked_compensation": "it sends compensation the user never asked for",
 }
 _VALID_ASSESSMENT = {
     "write": "Valid: the change rests on the user's explicit yes to the details it uses, as the policy requires.",

@@ -20,6 +20,8 @@
   with a user turn);
 - `rule.cancel_not_allowed`: a cancellation the policy forbids for that record (`castdata.label.policy_rules`:
   airline's flown trips, and economy bookings older than 24 hours without a covered reason);
+- `rule.unasked_compensation`: a certificate sent though no user turn before it asked for compensation (airline's
+  policy: never offered proactively);
 - `rule.ungrounded_id`: a tool call with an identifier argument (order, item, user, product, reservation, payment
   id), or an agent message naming a record id (an order id, a long item or product number, a payment method id),
   that no user turn, tool result or the policy showed before: the agent guessed it (its own earlier messages are
@@ -35,7 +37,7 @@ from castdata.envs import RESPOND, Domain
 from castdata.envs.reproduce import replay_record
 from castdata.label.acts import topic_words
 from castdata.label.findings import Finding
-from castdata.label.policy_rules import cancellation
+from castdata.label.policy_rules import cancellation, compensation
 from castdata.messages import first_call
 from castdata.records import Action, Trajectory
 from castdata.visible import identifiers, said_by_user
@@ -285,6 +287,8 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             first_write = first_write or action
         if kind == "write" and _cancellation_forbidden(trajectory, domain, step, action):
             findings.append(Finding(step, "rule.cancel_not_allowed", "policy_violation", "minor"))
+        if action.name == "send_certificate" and compensation(domain, said_by_user(messages, step)) == "forbidden":
+            findings.append(Finding(step, "rule.unasked_compensation", "policy_violation", "minor"))
         if kind == "transfer" and not gold_transfers and not _asked_for_human_after_refusal(messages, step):
             findings.append(Finding(step, "rule.unneeded_transfer", "unnecessary_transfer", "minor"))
         authenticated = authenticated or (ok and action.name in domain.catalog.auth_tools)
