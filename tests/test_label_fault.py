@@ -93,3 +93,27 @@ def test_a_certificate_sent_without_the_user_asking_is_flagged_even_when_the_epi
     assert judged.success
     signals = [f.signal for j in judged.judgements if j.step == step for f in j.findings]
     assert ("rule.unasked_compensation" in signals) == (not asks)
+
+
+def _extra_cancellation(offered_by_the_agent: bool) -> Script:
+    """Retail test task 90: the gold cancels #W9284598; then the user (or the agent, offering it) brings up another
+    pending order, #W8661412, which no gold action touches, and the agent cancels it too."""
+    ep = Script("retail", 90)
+    ep.user("Hi, I'm Emma Kovacs, emma.kovacs2974@example.com. I want to check the camera I just bought.")
+    ep.gold()
+    if offered_by_the_agent:
+        ep.say("Done. Your order #W8661412 is pending too: shall I cancel it as well?", "Sure, cancel #W8661412 too.")
+    else:
+        ep.say("Done. Anything else?", "Actually, I'd also like to cancel my order #W8661412.")
+    ep.call("get_order_details", order_id="#W8661412")
+    ep.say('I will cancel #W8661412 with reason "no longer needed". Confirm (yes/no)?', "Yes, please proceed.")
+    ep.call("cancel_pending_order", order_id="#W8661412", reason="no longer needed")
+    ep.say("Done. Anything else?", STOP)
+    return ep
+
+
+@pytest.mark.parametrize("offered", [False, True], ids=["the user asked: its deviation", "the agent offered it"])
+def test_a_record_beyond_the_task_the_user_named_and_asked_for_is_the_users_choice(offered):
+    judged = judge(_extra_cancellation(offered_by_the_agent=offered).build())
+    assert not judged.success
+    assert (judged.fault == "fault.user_asked") == (not offered) and (judged.first_error is None) == (not offered)

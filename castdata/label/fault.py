@@ -16,7 +16,8 @@ solution are used for the verdict only, never in a rationale):
 - `fault.user_withheld_id`: a needed change never made, where the user said it has no user id though its
   instruction gives one, and never gave it (the policy requires it before any change);
 - `fault.user_asked`: the write is an act the gold solution never makes, the user asked for it, and the hidden
-  instruction never speaks of such an act;
+  instruction never speaks of such an act; or it acts on a record (an order, a reservation) no gold action
+  touches, which the user named first, asking for that act;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): the
   agent declined a gold cancellation the policy forbids, or it made, on the user's request and yes, a cancellation
   the policy allows and the gold solution never makes, or the gold solution sends compensation the user never
@@ -153,6 +154,32 @@ def _user_chose_target(
             return False  # the agent put this record forward alone
         if confirmed is not None and _names_alone(messages[confirmed], right, value):
             return False  # the user said yes to the gold record, and the agent wrote another
+    return not _forbidden(trajectory, domain, step, action)
+
+
+def _user_added_record(trajectory: Trajectory, domain: Domain, step: int, action: Action) -> bool:
+    """Whether a write acts on a record no gold action touches, which the user itself named first, asking for this
+    act: a request beyond the task, carried out as asked (unless the policy forbids it)."""
+    records = [
+        str(action.kwargs[key]) for key in TARGET_KEYS if key != "user_id" and isinstance(action.kwargs.get(key), str)
+    ]
+    gold = {value for a in trajectory.privileged.gold_actions for value in string_values(a.kwargs)}
+    if not records or any(record in gold for record in records):
+        return False
+    messages, words = trajectory.messages, topic_words(action.name)
+    for record in records:
+        asked = next(
+            (
+                i
+                for i in range(1, step)
+                if messages[i]["role"] == "user"
+                and mentions(messages[i].get("content") or "", record)
+                and any(word in (messages[i].get("content") or "").lower() for word in words)
+            ),
+            None,
+        )
+        if asked is None or any(mentions(agent_text(messages[i]), record) for i in range(1, asked)):
+            return False  # the user never asked for it, or chose it from what the agent put forward
     return not _forbidden(trajectory, domain, step, action)
 
 
@@ -300,6 +327,8 @@ def _user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> st
         return "fault.gold_payment_unspecified"
     if _user_chose_target(trajectory, domain, finding.step, action, finding.expected):
         return "fault.user_chose_target"
-    if _user_asked(trajectory, finding.step, action, finding.expected):
+    if _user_asked(trajectory, finding.step, action, finding.expected) or _user_added_record(
+        trajectory, domain, finding.step, action
+    ):
         return "fault.user_asked"
     return None
