@@ -15,14 +15,17 @@ from collections import Counter
 from rich.console import Console
 from rich.table import Table
 
+from castdata.label.acts import TARGET_KEYS
 from castdata.label.attribution import proposal_of
 from castdata.label.hindsight import EpisodeJudgement
 from castdata.label.schema import Label
 from castdata.label.verify import Rejection
 from castdata.label.writers import Written
+from castdata.messages import first_call
 from castdata.records import Trajectory
 
 MISMATCHES_KEPT = 20
+_RECORD_KEYS = tuple(key for key in TARGET_KEYS if key not in ("user_id", "patient_id"))
 # The category a label should carry for each kind of injected mistake (castdata.models.scripted).
 KIND_CATEGORY = {
     "wrong_argument": "wrong_argument",
@@ -52,6 +55,23 @@ def _failed_write(trajectory: Trajectory, step: int) -> bool:
     called = bool(messages[step].get("tool_calls"))
     return (
         called and after is not None and after["role"] == "tool" and str(after.get("content") or "").startswith("Error")
+    )
+
+
+def _made_good(trajectory: Trajectory, step: int) -> bool:
+    """Whether a tool call that went through, after the failed write at `step`, acted on its record (the order,
+    reservation, appointment or line it was for; not the user, whose every call names it): the failure was made
+    good."""
+
+    def records(message: dict) -> set[str]:
+        call = first_call(message)
+        return {str(call.arguments[key]) for key in _RECORD_KEYS if key in call.arguments} if call else set()
+
+    wanted = records(trajectory.messages[step])
+    return any(
+        wanted & records(message) and _changed_by(trajectory, later)
+        for later, message in enumerate(trajectory.messages)
+        if later > step and message["role"] == "assistant"
     )
 
 
@@ -152,10 +172,14 @@ class LabelStats:
         if not breaking:
             self.injected["failed_without_breaking"] += 1
             return
-        # a failed write that changed nothing can still be made good: where a later breaking mistake is a write that
-        # did change the records, that one is the first critical error (nothing else is then left to explain)
+        # a failed write that changed nothing can still be made good: where a later call went through on its record
+        # and a later breaking mistake is a write that did change the records, that one is the first critical error
         later_write = any(m.step > min(b.step for b in breaking) and _changed_by(trajectory, m.step) for m in breaking)
-        lasting = [m for m in breaking if not (later_write and _failed_write(trajectory, m.step))]
+        lasting = [
+            m
+            for m in breaking
+            if not (later_write and _failed_write(trajectory, m.step) and _made_good(trajectory, m.step))
+        ]
         first = min(lasting or breaking, key=lambda m: m.step)
         self.injected["failed_with_breaking"] += 1
         per_kind = self.kinds.setdefault(first.kind, Counter())
