@@ -93,8 +93,11 @@ def test_each_kind_of_mistake_is_found_where_it_was_made(labeled):
     } <= set(counted)
     for kind, c in counted.items():  # the first critical error is the first outcome-breaking mistake of that kind
         assert c.get("first_error_matches", 0) >= 0.85 * c["first_breaking"], (kind, c)
-    for kind in ("needless_transfer", "user_deviation"):  # a user's deviation: its fault, no agent action blamed
-        assert kinds[kind]["first_error_matches"] >= 0.98 * kinds[kind]["first_breaking"], (kind, kinds[kind])
+    # issue 15's kinds: at least 98% (a user's deviation: its fault, no agent action blamed); the 10k-episode figures
+    # per kind are benchmarks/bench_label.py's
+    for kind in ("wrong_refusal", "partial_plan", "wrong_order", "user_deviation", "needless_transfer"):
+        if kind in counted:
+            assert kinds[kind]["first_error_matches"] >= 0.98 * kinds[kind]["first_breaking"], (kind, kinds[kind])
 
 
 def test_every_action_gets_one_verified_label(scripted_run, labeled):
