@@ -1,5 +1,6 @@
 """The user's or the task's fault (castdata.label.fault), on hand-built episodes of real tasks: a user that
-withholds the user id its instruction gives, and a gold payment method the instruction never speaks of."""
+withholds the user id its instruction gives, a gold payment method the instruction never speaks of, a gold
+certificate the user never asked for, a record beyond the task the user asked for; and the compensation rule."""
 
 from __future__ import annotations
 
@@ -36,30 +37,6 @@ def _paid_with_paypal(named_in_the_proposal: bool) -> Script:
     return ep
 
 
-@pytest.mark.parametrize(
-    ("episode", "fault"),
-    [
-        (lambda: _withholding(gives_it_later=False), "fault.user_withheld_id"),
-        (lambda: _paid_with_paypal(named_in_the_proposal=True), "fault.gold_payment_unspecified"),
-    ],
-    ids=["user id withheld", "payment the instruction never names"],
-)
-def test_the_failure_is_the_users_or_the_tasks(episode, fault):
-    judged = judge(episode().build())
-    assert not judged.success
-    assert judged.fault == fault and judged.first_error is None
-
-
-@pytest.mark.parametrize(
-    "episode",
-    [lambda: _withholding(gives_it_later=True), lambda: _paid_with_paypal(named_in_the_proposal=False)],
-    ids=["the user gave its id, the agent did nothing", "a payment the agent never named"],
-)
-def test_otherwise_an_agent_action_is_to_blame(episode):
-    judged = judge(episode().build())
-    assert judged.fault is None and judged.first_error is not None
-
-
 def _delay_complaint(asks_for_compensation: bool) -> Script:
     """Airline test task 46: the gold solution sends a $50 certificate for a delayed flight; the policy lets the agent
     offer one only when the user explicitly asks for compensation."""
@@ -70,29 +47,6 @@ def _delay_complaint(asks_for_compensation: bool) -> Script:
         ep.call(action.name, **action.kwargs)
     ep.say("I'm sorry about the delay on 4OG6T3. Is there anything else I can help you with?", STOP)
     return ep
-
-
-@pytest.mark.parametrize("asks", [False, True], ids=["never asked: the task's fault", "asked: the agent's error"])
-def test_a_gold_certificate_the_user_never_asked_for_is_against_the_policy(asks):
-    judged = judge(_delay_complaint(asks_for_compensation=asks).build())
-    assert not judged.success
-    assert (judged.fault is None) == asks and (judged.first_error is None) == (not asks)
-    if not asks:
-        assert judged.fault == "fault.gold_against_policy"
-
-
-@pytest.mark.parametrize("asks", [False, True], ids=["unasked: a policy violation", "asked: valid"])
-def test_a_certificate_sent_without_the_user_asking_is_flagged_even_when_the_episode_succeeds(asks):
-    ep = _delay_complaint(asks_for_compensation=asks)
-    ep.messages, ep.meta = ep.messages[:-2], ep.meta[:-2]  # before the closing turns
-    certificate = ep.task.actions[-1]
-    ep.say(f"I can offer a ${certificate.kwargs['amount']} certificate. Confirm (yes/no)?", "Yes, please.")
-    step = ep.call(certificate.name, **certificate.kwargs)
-    ep.say("Done. Anything else?", STOP)
-    judged = judge(ep.build())
-    assert judged.success
-    signals = [f.signal for j in judged.judgements if j.step == step for f in j.findings]
-    assert ("rule.unasked_compensation" in signals) == (not asks)
 
 
 def _extra_cancellation(offered_by_the_agent: bool) -> Script:
@@ -112,8 +66,56 @@ def _extra_cancellation(offered_by_the_agent: bool) -> Script:
     return ep
 
 
-@pytest.mark.parametrize("offered", [False, True], ids=["the user asked: its deviation", "the agent offered it"])
-def test_a_record_beyond_the_task_the_user_named_and_asked_for_is_the_users_choice(offered):
-    judged = judge(_extra_cancellation(offered_by_the_agent=offered).build())
+@pytest.mark.parametrize(
+    ("episode", "fault"),
+    [
+        (lambda: _withholding(gives_it_later=False), "fault.user_withheld_id"),
+        (lambda: _paid_with_paypal(named_in_the_proposal=True), "fault.gold_payment_unspecified"),
+        (lambda: _delay_complaint(asks_for_compensation=False), "fault.gold_against_policy"),
+        (lambda: _extra_cancellation(offered_by_the_agent=False), "fault.user_asked"),
+    ],
+    ids=[
+        "user id withheld",
+        "payment the instruction never names",
+        "a gold certificate the user never asked for",
+        "a record beyond the task the user named and asked for",
+    ],
+)
+def test_the_failure_is_the_users_or_the_tasks(episode, fault):
+    judged = judge(episode().build())
     assert not judged.success
-    assert (judged.fault == "fault.user_asked") == (not offered) and (judged.first_error is None) == (not offered)
+    assert judged.fault == fault and judged.first_error is None
+
+
+@pytest.mark.parametrize(
+    "episode",
+    [
+        lambda: _withholding(gives_it_later=True),
+        lambda: _paid_with_paypal(named_in_the_proposal=False),
+        lambda: _delay_complaint(asks_for_compensation=True),
+        lambda: _extra_cancellation(offered_by_the_agent=True),
+    ],
+    ids=[
+        "the user gave its id, the agent did nothing",
+        "a payment the agent never named",
+        "compensation asked for, never sent",
+        "a record the agent offered",
+    ],
+)
+def test_otherwise_an_agent_action_is_to_blame(episode):
+    judged = judge(episode().build())
+    assert judged.fault is None and judged.first_error is not None
+
+
+@pytest.mark.parametrize("asks", [False, True], ids=["unasked: a policy violation", "asked: valid"])
+def test_a_certificate_sent_without_the_user_asking_is_flagged_even_when_the_episode_succeeds(asks):
+    ep = _delay_complaint(asks_for_compensation=asks)
+    ep.messages, ep.meta = ep.messages[:-2], ep.meta[:-2]  # before the closing turns
+    certificate = ep.task.actions[-1]
+    ep.say(f"I can offer a ${certificate.kwargs['amount']} certificate. Confirm (yes/no)?", "Yes, please.")
+    step = ep.call(certificate.name, **certificate.kwargs)
+    ep.say("Done. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert judged.success
+    signals = [f.signal for j in judged.judgements if j.step == step for f in j.findings]
+    assert ("rule.unasked_compensation" in signals) == (not asks)
