@@ -200,3 +200,28 @@ def test_a_write_the_gold_never_makes_began_at_the_first_offer_that_named_its_fl
     topic = ("change", "update", "modify")
     assert said_first(messages, write, ["4NQLHD"], topic, ("HAT286", "HAT047")) == 5
     assert said_first(messages, write, ["4NQLHD"], topic) == 7  # without the flights: the latest offer
+
+
+def _hose_dropped(asked_again: bool) -> tuple[Script, int]:
+    """Retail test task 29: the user asks for both exchanges; the agent makes the skateboard one, offers "anything
+    else?", and answers another question; the hose exchange is never made (or the user asks for it again)."""
+    ep = Script("retail", 29)
+    ep.user("Hi, I'm Isabella Johansson, zip 32286. Please exchange my skateboard and my garden hose #W7181492.")
+    for action in ep.task.actions[:4]:
+        ep.call(action.name, **action.kwargs)
+    skateboard = ep.task.actions[4]
+    ep.say("I will exchange the skateboard in #W3792453. Confirm (yes/no)?", "Yes.")
+    ep.call(skateboard.name, **skateboard.kwargs)
+    again = " And please exchange my garden hose too." if asked_again else ""
+    closing = ep.say("Done. Is there anything else I can help you with?", f"What is the status of #W2575533?{again}")
+    ep.call("get_order_details", order_id="#W2575533")
+    ep.say("It is pending. Anything else?", STOP)
+    return ep, closing
+
+
+def test_a_change_never_made_was_dropped_at_the_first_closing_message_after_the_user_asked_for_it():
+    ep, closing = _hose_dropped(asked_again=False)
+    judged = judge(ep.build())
+    assert judged.first_error == closing
+    ep, closing = _hose_dropped(asked_again=True)
+    assert judge(ep.build()).first_error > closing  # asked again: what the agent answered then is what counts

@@ -16,9 +16,13 @@ changed are compared with the gold solution's replay (privileged, used for the v
   pending order's items before its address locks the order) is charged to that earlier write (`wrong_sequence`,
   expected: the needed write, which had to come first);
 - the gold calls made in another order than the gold solution's (the end state differs) are charged to the first
-  one made too early (`wrong_sequence`, expected: the call that had to come first);
-- a wrong record none of the above explains is charged to the action that ended the episode (the expected
-  action: the missing write, or asking to confirm it when the user's latest turn was no yes);
+  one made too early (`wrong_sequence`, expected: the call that had to come first), and so is a gold call made
+  without the gold solution's earlier call of the same tool on the same existing record (one change in two
+  steps, made in one);
+- a wrong record none of the above explains is charged to where the change was dropped: the agent's first
+  closing message ("anything else?") after the user asked for it, when the agent never acted on its record again
+  and the user never asked again; else to the action that ended the episode (the expected action: the missing
+  write, or asking to confirm it when the user's latest turn was no yes);
 - required outputs never said are charged to the action that ended the episode.
 """
 
@@ -26,15 +30,17 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from castdata.envs import Domain
 from castdata.envs.database import BASE, plain, record_value
 from castdata.envs.reproduce import replay_record
-from castdata.label.acts import TARGET_KEYS
+from castdata.label.acts import TARGET_KEYS, specific_words
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
+from castdata.messages import tool_turns
 from castdata.records import Action, Trajectory
 
 Record = tuple[str, str]  # (table, key)
@@ -256,6 +262,38 @@ def write_category(action: Action, expected: Action | None) -> str:
     return "missed_required_action" if partial else "wrong_argument"
 
 
+_CLOSING = re.compile(r"\banything else\b|\bis there (?:something|anything) more\b", re.I)
+
+
+def _dropped_at(trajectory: Trajectory, gold: Action, ending: int) -> int:
+    """Where a needed change was dropped: the agent's first closing message ("anything else?") after the user asked
+    for the change (its act in its own words, or its record), when no later call of the agent acts on that record
+    and the user does not ask for it again (then what the agent answers is what counts); else `ending`, the action
+    that ended the episode."""
+    messages, words = trajectory.messages, specific_words(gold.name)
+    records = [
+        str(gold.kwargs[key]) for key in TARGET_KEYS if key != "user_id" and isinstance(gold.kwargs.get(key), str)
+    ]
+
+    def asks(text: str) -> bool:
+        return any(word in text.lower() for word in words) or any(record.lstrip("#") in text for record in records)
+
+    asked = next(
+        (i for i in range(1, ending) if messages[i]["role"] == "user" and asks(messages[i]["content"] or "")), None
+    )
+    if asked is None:
+        return ending
+    for index in range(asked + 1, ending):
+        if messages[index]["role"] != "assistant" or not _CLOSING.search(messages[index].get("content") or ""):
+            continue
+        later = [call.arguments for step, call in tool_turns(messages) if step > index]
+        acted = any(str(arguments.get(key)) in records for arguments in later for key in TARGET_KEYS)
+        asked_again = any(m["role"] == "user" and asks(m["content"] or "") for m in messages[index + 1 : ending])
+        if not acted and not asked_again:
+            return index
+    return ending
+
+
 def _answered_yes(trajectory: Trajectory, step: int) -> bool:
     last_user = next((m for m in reversed(trajectory.messages[:step]) if m["role"] == "user"), None)
     return last_user is not None and is_confirmation(last_user.get("content") or "")
@@ -345,6 +383,8 @@ def replay_findings(
     if omitted:
         step, action = ending
         gold_write = next((g for g, recs in missing if recs & omitted), None)
+        if gold_write is not None:
+            step = _dropped_at(trajectory, gold_write, step)
         expected = gold_write
         if expected is not None and not _answered_yes(trajectory, step):
             expected = ask_to_confirm(expected)  # the change was due, but only after the user's yes
