@@ -59,6 +59,17 @@ def tool_turns(messages: list[Message]) -> Iterator[tuple[int, Call]]:
             yield step, call
 
 
+def call_failed(messages: list[Message], step: int) -> bool:
+    """Whether the message at `step` made a tool call whose result (the tool message after it) is an error."""
+    after = messages[step + 1] if step + 1 < len(messages) else None
+    return (
+        bool(messages[step].get("tool_calls"))
+        and after is not None
+        and after["role"] == "tool"
+        and str(after.get("content") or "").startswith("Error")
+    )
+
+
 def agent_actions(messages: list[Message]) -> list[tuple[int, Action]]:
     """Every agent action as (message index, action): a turn's executed tool call, or its message as `respond`."""
     return [

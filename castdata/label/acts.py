@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from castdata.records import Action
+
 # the record a write acts on (`line_id`: a tau2-telecom line)
 TARGET_KEYS = ("order_id", "reservation_id", "user_id", "appointment_id", "patient_id", "line_id")
+
+
+def record_ids(action: Action) -> list[str]:
+    """The ids of the records `action` acts on, the user's own id left out (every call of an episode names it)."""
+    return [
+        str(action.kwargs[key]) for key in TARGET_KEYS if key != "user_id" and isinstance(action.kwargs.get(key), str)
+    ]
+
 
 _TOPICS = {  # a fragment of a tool name -> the words agents use for that act
     "cancel": ("cancel",),

@@ -27,7 +27,7 @@ from castdata.label.acts import TARGET_KEYS, specific_words, topic_words
 from castdata.label.findings import Finding
 from castdata.label.replay import write_category
 from castdata.label.rules import ask_to_confirm, is_confirmation
-from castdata.messages import calls, first_call, is_agent_text, tool_turns
+from castdata.messages import call_failed, calls, first_call, is_agent_text, tool_turns
 from castdata.records import Action, Trajectory
 
 REFUSAL = re.compile(
@@ -337,11 +337,7 @@ def failed_write(messages: list[dict[str, Any]], said: int, domain: Domain) -> t
     failed = [
         (step, call.action)
         for step, call in tool_turns(messages)
-        if start < step < said
-        and domain.tool_kind(call.name) == "write"
-        and step + 1 < said
-        and messages[step + 1]["role"] == "tool"
-        and str(messages[step + 1].get("content") or "").startswith("Error")
+        if start < step < said and domain.tool_kind(call.name) == "write" and call_failed(messages, step)
     ]
     return failed[-1] if failed else None
 

@@ -35,7 +35,7 @@ import re
 from castdata.envs import Domain
 from castdata.envs.database import plain
 from castdata.envs.reproduce import replay_record
-from castdata.label.acts import TARGET_KEYS, topic_words
+from castdata.label.acts import TARGET_KEYS, record_ids, topic_words
 from castdata.label.attribution import (
     agent_text,
     describes,
@@ -160,14 +160,12 @@ def _user_chose_target(
 def _user_added_record(trajectory: Trajectory, domain: Domain, step: int, action: Action) -> bool:
     """Whether a write acts on a record no gold action touches, which the user itself named first, asking for this
     act: a request beyond the task, carried out as asked (unless the policy forbids it)."""
-    records = [
-        str(action.kwargs[key]) for key in TARGET_KEYS if key != "user_id" and isinstance(action.kwargs.get(key), str)
-    ]
+    acted_on = record_ids(action)
     gold = {value for a in trajectory.privileged.gold_actions for value in string_values(a.kwargs)}
-    if not records or any(record in gold for record in records):
+    if not acted_on or any(record in gold for record in acted_on):
         return False
     messages, words = trajectory.messages, topic_words(action.name)
-    for record in records:
+    for record in acted_on:
         asked = next(
             (
                 i

@@ -37,7 +37,7 @@ from typing import Any
 from castdata.envs import Domain
 from castdata.envs.database import BASE, plain, record_value
 from castdata.envs.reproduce import replay_record
-from castdata.label.acts import TARGET_KEYS, specific_words
+from castdata.label.acts import TARGET_KEYS, record_ids, specific_words
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.messages import tool_turns
@@ -270,24 +270,23 @@ def _dropped_at(trajectory: Trajectory, gold: Action, ending: int) -> int:
     for the change (its act in its own words, or its record), when no later call of the agent acts on that record
     and the user does not ask for it again (then what the agent answers is what counts); else `ending`, the action
     that ended the episode."""
-    messages, words = trajectory.messages, specific_words(gold.name)
-    records = [
-        str(gold.kwargs[key]) for key in TARGET_KEYS if key != "user_id" and isinstance(gold.kwargs.get(key), str)
-    ]
+    messages, words, wanted = trajectory.messages, specific_words(gold.name), record_ids(gold)
 
     def asks(text: str) -> bool:
-        return any(word in text.lower() for word in words) or any(record.lstrip("#") in text for record in records)
+        return any(word in text.lower() for word in words) or any(record.lstrip("#") in text for record in wanted)
 
     asked = next(
         (i for i in range(1, ending) if messages[i]["role"] == "user" and asks(messages[i]["content"] or "")), None
     )
     if asked is None:
         return ending
+    touched = [
+        step for step, call in tool_turns(messages) if any(str(call.arguments.get(k)) in wanted for k in TARGET_KEYS)
+    ]
     for index in range(asked + 1, ending):
         if messages[index]["role"] != "assistant" or not _CLOSING.search(messages[index].get("content") or ""):
             continue
-        later = [call.arguments for step, call in tool_turns(messages) if step > index]
-        acted = any(str(arguments.get(key)) in records for arguments in later for key in TARGET_KEYS)
+        acted = any(step > index for step in touched)
         asked_again = any(m["role"] == "user" and asks(m["content"] or "") for m in messages[index + 1 : ending])
         if not acted and not asked_again:
             return index

@@ -21,7 +21,7 @@ from castdata.label.hindsight import EpisodeJudgement
 from castdata.label.schema import Label
 from castdata.label.verify import Rejection
 from castdata.label.writers import Written
-from castdata.messages import first_call
+from castdata.messages import call_failed, first_call
 from castdata.records import Trajectory
 
 MISMATCHES_KEPT = 20
@@ -48,16 +48,6 @@ KIND_CATEGORY = {
 USER_KINDS = ("user_deviation",)  # the simulated user's mistakes: the labeler should blame no agent action
 
 
-def _failed_write(trajectory: Trajectory, step: int) -> bool:
-    """Whether the action at `step` is a tool call whose result is an error (it changed nothing)."""
-    messages = trajectory.messages
-    after = messages[step + 1] if step + 1 < len(messages) else None
-    called = bool(messages[step].get("tool_calls"))
-    return (
-        called and after is not None and after["role"] == "tool" and str(after.get("content") or "").startswith("Error")
-    )
-
-
 def _made_good(trajectory: Trajectory, step: int) -> bool:
     """Whether a tool call that went through, after the failed write at `step`, acted on its record (the order,
     reservation, appointment or line it was for; not the user, whose every call names it): the failure was made
@@ -77,7 +67,7 @@ def _made_good(trajectory: Trajectory, step: int) -> bool:
 
 def _changed_by(trajectory: Trajectory, step: int) -> bool:
     """Whether the action at `step` is a tool call that succeeded (a write that went through)."""
-    return bool(trajectory.messages[step].get("tool_calls")) and not _failed_write(trajectory, step)
+    return bool(trajectory.messages[step].get("tool_calls")) and not call_failed(trajectory.messages, step)
 
 
 def _said_at(trajectory: Trajectory, step: int) -> set[int]:
@@ -178,7 +168,7 @@ class LabelStats:
         lasting = [
             m
             for m in breaking
-            if not (later_write and _failed_write(trajectory, m.step) and _made_good(trajectory, m.step))
+            if not (later_write and call_failed(trajectory.messages, m.step) and _made_good(trajectory, m.step))
         ]
         first = min(lasting or breaking, key=lambda m: m.step)
         self.injected["failed_with_breaking"] += 1
