@@ -225,3 +225,32 @@ def test_a_change_never_made_was_dropped_at_the_first_closing_message_after_the_
     assert judged.first_error == closing
     ep, closing = _hose_dropped(asked_again=True)
     assert judge(ep.build()).first_error > closing  # asked again: what the agent answered then is what counts
+
+
+def test_an_output_never_said_was_due_at_the_first_closing_message_after_the_last_gold_call():
+    """Retail test task 24 has no gold action, only outputs (the t-shirts' materials): the agent closes without
+    them, then answers something else; the error is the first closing message, not the episode's end."""
+    ep = Script("retail", 24)
+    ep.user("Hi, I'm Sofia Hernandez, email sofia.hernandez3039@example.com. Which t-shirts did I order?")
+    ep.call("find_user_id_by_email", email="sofia.hernandez3039@example.com")
+    closing = ep.say("Your request is complete. Is there anything else I can help you with?", "What is my address?")
+    ep.call("get_user_details", user_id="sofia_hernandez_5364")
+    ep.say("652 Laurel Lane, Seattle. Anything else?", STOP)
+    assert judge(ep.build()).first_error == closing
+
+
+def test_a_failing_call_the_gold_solution_makes_once_is_excused_once():
+    """Retail test task 64: the gold solution's exchange of a pending order fails, then it modifies the items. The
+    agent offers the modification, but repeats the failing exchange: that repeat is the first error."""
+    ep = Script("retail", 64)
+    ep.user("Hi, I'm James Sanchez, zip 60623. I want to exchange my camera for the best waterproof one.")
+    *reads, exchange, modify = ep.task.actions
+    for action in reads:
+        ep.call(action.name, **action.kwargs)
+    ep.say(f"I will exchange the camera in {exchange.kwargs['order_id']}. Confirm (yes/no)?", "Yes.")
+    ep.call(exchange.name, **exchange.kwargs)
+    ep.say(f"That order is pending: I will modify its items instead: {json.dumps(modify.kwargs)}. Yes?", "Yes.")
+    repeat = ep.call(exchange.name, **exchange.kwargs)
+    ep.say("Your request is complete. Is there anything else I can help you with?", STOP)
+    judged = judge(ep.build())
+    assert judged.fault is None and judged.first_error == repeat

@@ -20,7 +20,7 @@ def _withholding(gives_it_later: bool) -> Script:
     return ep
 
 
-def _paid_with_paypal(named_in_the_proposal: bool) -> Script:
+def _paid_with_paypal(named_in_the_proposal: bool, paypal: str = "paypal_5914760") -> Script:
     ep = Script("retail", 74)  # the instruction names no payment method; the gold pays with credit_card_4466831
     ep.user("Hi, I want to exchange my laptop for one with an i9 CPU, and cancel my other pending order.")
     ep.say("Could you give me your name and zip code?", "Lei Li, 85033.")
@@ -29,7 +29,7 @@ def _paid_with_paypal(named_in_the_proposal: bool) -> Script:
     for action in ep.task.actions:
         kwargs = dict(action.kwargs)
         if action.name == "modify_pending_order_items":
-            kwargs["payment_method_id"] = "paypal_5914760"
+            kwargs["payment_method_id"] = paypal
         said = f" with {kwargs}" if named_in_the_proposal else ""
         ep.say(f"I will {action.name.replace('_', ' ')}{said}. Do you confirm (yes/no)?", "Yes, please.")
         ep.call(action.name, **kwargs)
@@ -66,6 +66,22 @@ def _extra_cancellation(offered_by_the_agent: bool) -> Script:
     return ep
 
 
+def _extra_cancellation_first() -> Script:
+    """Retail test task 90: the user first asks to cancel #W8661412, which no gold action touches (its request, done as
+    asked), then the gold cancellation, which the agent makes with another reason than the user gave."""
+    ep = Script("retail", 90)
+    ep.user("Hi, I'm Emma Kovacs, emma.kovacs2974@example.com. Please cancel my order #W8661412.")
+    ep.call("find_user_id_by_email", email="emma.kovacs2974@example.com")
+    ep.call("get_order_details", order_id="#W8661412")
+    ep.say('I will cancel #W8661412 with reason "ordered by mistake". Confirm (yes/no)?', "Yes, please proceed.")
+    ep.call("cancel_pending_order", order_id="#W8661412", reason="ordered by mistake")
+    ep.say("Done. Anything else?", "Also cancel #W9284598: I ordered it by mistake.")
+    ep.say('I will cancel #W9284598 with reason "no longer needed". Confirm (yes/no)?', "Yes.")
+    ep.call("cancel_pending_order", order_id="#W9284598", reason="no longer needed")
+    ep.say("Done. Anything else?", STOP)
+    return ep
+
+
 @pytest.mark.parametrize(
     ("episode", "fault"),
     [
@@ -94,17 +110,28 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
         lambda: _paid_with_paypal(named_in_the_proposal=False),
         lambda: _delay_complaint(asks_for_compensation=True),
         lambda: _extra_cancellation(offered_by_the_agent=True),
+        lambda: _paid_with_paypal(named_in_the_proposal=True, paypal="paypal_5914761"),
     ],
     ids=[
         "the user gave its id, the agent did nothing",
         "a payment the agent never named",
         "compensation asked for, never sent",
         "a record the agent offered",
+        "a payment id the agent guessed",
     ],
 )
 def test_otherwise_an_agent_action_is_to_blame(episode):
     judged = judge(episode().build())
     assert judged.fault is None and judged.first_error is not None
+
+
+def test_a_write_the_user_asked_for_is_not_blamed_when_an_agent_error_comes_after_it():
+    ep = _extra_cancellation_first()
+    judged = judge(ep.build())
+    extra = next(
+        i for i, m in enumerate(ep.messages) if "#W8661412" in str(m.get("tool_calls") or "") and "cancel" in str(m)
+    )
+    assert judged.fault is None and judged.first_error > extra
 
 
 @pytest.mark.parametrize("asks", [False, True], ids=["unasked: a policy violation", "asked: valid"])

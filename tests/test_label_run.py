@@ -64,7 +64,7 @@ def test_first_critical_error_is_the_first_injected_outcome_breaking_mistake(scr
     stats, labels = labeled
     injected = stats["injected"]
     assert injected["failed_with_breaking"] >= 150 and injected["failed_without_breaking"] == 0
-    assert injected["first_error_agreement"] >= 0.98, injected["mismatches"]
+    assert injected["first_error_agreement"] >= 0.99, injected["mismatches"]  # issue 10's target
     for trajectory in read_trajectories(scripted_run):
         firsts = [label.step for label in labels[trajectory.id] if label.first_critical_error]
         breaking = [m.step for m in trajectory.injected_mistakes if m.outcome_breaking]

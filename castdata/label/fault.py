@@ -102,6 +102,11 @@ def _payment_kind(value: str) -> str | None:
     return next((kind for kind in _PAYMENT_WORDS if value.startswith(kind)), None)
 
 
+def _shown(trajectory: Trajectory, step: int) -> str:
+    """All the user and the tools had said before message `step`."""
+    return "\n".join(m.get("content") or "" for m in trajectory.messages[:step] if m["role"] in ("user", "tool"))
+
+
 def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:
     if expected is None or expected.name != action.name:
         return False
@@ -109,7 +114,7 @@ def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expec
     if not differing or any(key not in _PAYMENT_KEYS for key in differing):
         return False
     chosen = [text for key in differing for text in string_values(action.kwargs[key])]
-    shown = "\n".join(m.get("content") or "" for m in trajectory.messages[:step] if m["role"] in ("user", "tool"))
+    shown = _shown(trajectory, step)
     if any(text not in shown for text in chosen):
         return False  # a payment the agent guessed is its own error
     user = said_by_user(trajectory.messages, step).lower()
@@ -212,7 +217,8 @@ def _payment_unspecified(trajectory: Trajectory, step: int, action: Action, expe
         return False
     said = trajectory.messages[proposal]["content"]
     chosen = [text for key in differing for text in string_values(action.kwargs[key])]
-    return all(
+    shown = _shown(trajectory, step)
+    return all(text in shown for text in chosen) and all(  # a payment the agent guessed is its own error
         mentions(said, text)
         or describes(said, descriptions(trajectory.messages, step, text))
         or any(word in said.lower() for word in _PAYMENT_WORDS.get(_payment_kind(text) or "", ()))
@@ -307,14 +313,15 @@ def episode_fault(trajectory: Trajectory, domain: Domain, critical: list[Finding
         and _user_withheld_id(trajectory, domain)
     ):
         return "fault.user_withheld_id"
-    if not critical or any(f.signal not in ("replay.write_off_gold", "replay.write_missed_gold") for f in critical):
+    choices = [user_choice(trajectory, domain, finding) for finding in critical]
+    return choices[0] if critical and all(choices) else None  # the user's choices explain every finding
+
+
+def user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str | None:
+    """The user's choice that explains a wrong write, as a `fault.*` signal, or None (not a wrong write, or one
+    the agent chose)."""
+    if finding.signal not in ("replay.write_off_gold", "replay.write_missed_gold"):
         return None
-    choices = [_user_choice(trajectory, domain, finding) for finding in critical]
-    return choices[0] if all(choices) else None  # the user's choices explain every wrong write, or none is theirs
-
-
-def _user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str | None:
-    """The user's choice that explains a wrong write, as a `fault.*` signal, or None."""
     call = first_call(trajectory.messages[finding.step])
     if call is None:
         return None

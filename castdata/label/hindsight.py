@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from castdata.envs import Domain, load_domain
 from castdata.label.attribution import attribute
-from castdata.label.fault import episode_fault
+from castdata.label.fault import episode_fault, user_choice
 from castdata.label.findings import Finding
 from castdata.label.replay import replay_findings
 from castdata.label.rules import rule_findings
@@ -77,7 +77,8 @@ def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgem
         consistent = result.consistent
         fault = episode_fault(trajectory, domain, result.findings)
         if fault is None:
-            critical = attribute(trajectory, result.findings, domain)
+            agents = [f for f in result.findings if user_choice(trajectory, domain, f) is None]
+            critical = attribute(trajectory, agents, domain)  # writes the user chose are not the agent's errors
             findings += critical
             first_error = min((f.step for f in critical), default=None)
     by_step: dict[int, list[Finding]] = {}

@@ -23,7 +23,8 @@ changed are compared with the gold solution's replay (privileged, used for the v
   closing message ("anything else?") after the user asked for it, when the agent never acted on its record again
   and the user never asked again; else to the action that ended the episode (the expected action: the missing
   write, or asking to confirm it when the user's latest turn was no yes);
-- required outputs never said are charged to the action that ended the episode.
+- required outputs never said are charged to the agent's first closing message ("anything else?") after its last
+  call on the gold path, when no gold write is missing; else to the action that ended the episode.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,12 +186,15 @@ def _base_value(domain: Domain, record: Record) -> Any:
 def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[Write]:
     """Writes that errored, changed nothing or deviated from the confirmed details, less those excused: a write
     that changes nothing is excused when the gold solution makes the very same call and it changes nothing there
-    either (the gold solution's own failing calls). Writes are never paired with gold writes by their order."""
-    failing_gold = {_signature(action) for action, records in gold.writes if not records}
+    either (the gold solution's own failing calls), as many times as the gold solution makes it. Writes are never
+    paired with gold writes by their order."""
+    failing_gold = Counter(_signature(action) for action, records in gold.writes if not records)
     found = []
     for write in writes:
-        excused = not write.changed and _signature(write.action) in failing_gold
-        if (not write.changed or write.step in deviating) and not excused:
+        excused = not write.changed and failing_gold[_signature(write.action)] > 0
+        if excused:
+            failing_gold[_signature(write.action)] -= 1
+        elif not write.changed or write.step in deviating:
             found.append(write)
     return found
 
@@ -293,6 +298,20 @@ def _dropped_at(trajectory: Trajectory, gold: Action, ending: int) -> int:
     return ending
 
 
+def _outputs_due_at(trajectory: Trajectory, ending: int) -> int:
+    """Where required outputs never said were due: the agent's first closing message ("anything else?") after its
+    last call that the gold solution also makes (from the start when it makes none); else `ending`."""
+    messages = trajectory.messages
+    gold = {_signature(action) for action in trajectory.privileged.gold_actions}
+    last = max((step for step, call in tool_turns(messages) if _signature(call.action) in gold), default=0)
+    closing = (
+        i
+        for i in range(last + 1, ending)
+        if messages[i]["role"] == "assistant" and _CLOSING.search(messages[i].get("content") or "")
+    )
+    return next(closing, ending)
+
+
 def _answered_yes(trajectory: Trajectory, step: int) -> bool:
     last_user = next((m for m in reversed(trajectory.messages[:step]) if m["role"] == "user"), None)
     return last_user is not None and is_confirmation(last_user.get("content") or "")
@@ -390,5 +409,6 @@ def replay_findings(
         category = _ending_category(trajectory, domain, action)
         findings.append(Finding(step, "replay.gold_write_missing", category, "critical", expected, gold_write))
     if trajectory.outcome.outputs_missing:
-        findings.append(Finding(ending[0], "replay.output_missing", "missed_required_action", "critical"))
+        step = ending[0] if missing else _outputs_due_at(trajectory, ending[0])  # else they came after those writes
+        findings.append(Finding(step, "replay.output_missing", "missed_required_action", "critical"))
     return ReplayResult(findings, consistent)
