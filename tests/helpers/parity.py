@@ -11,7 +11,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 FULL = os.environ.get("CASTDATA_FULL_PARITY") == "1"
-STRIDE = 4
+STRIDE = 8
 SMALL = 30  # a split of at most this many tasks is replayed whole
 
 
