@@ -12,7 +12,7 @@ from typing import TypeVar
 T = TypeVar("T")
 FULL = os.environ.get("CASTDATA_FULL_PARITY") == "1"
 STRIDE = 8
-SMALL = 30  # a split of at most this many tasks is replayed whole
+SMALL = 20  # a split of at most this many tasks is replayed whole
 
 
 def sampled(tasks: list[T]) -> list[T]:
