@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from golden.script import STOP, Script
 
 from castdata.label.attribution import describes, descriptions, insisted, refusal, said_first
@@ -254,3 +255,24 @@ def test_a_failing_call_the_gold_solution_makes_once_is_excused_once():
     ep.say("Your request is complete. Is there anything else I can help you with?", STOP)
     judged = judge(ep.build())
     assert judged.fault is None and judged.first_error == repeat
+
+
+@pytest.mark.parametrize("asks_first", [False, True], ids=["return made unasked", "return confirmed"])
+def test_an_output_a_write_returns_is_due_at_that_write_when_it_was_made_without_a_yes(asks_first):
+    """Retail test task 19: the user wants to know what a return and an exchange each save (54.04, 41.64). The agent
+    makes the gold return without listing it for a yes (its result shows the refund, 54.04, seen in the order
+    before), then tells only 41.64: the unasked return is the first error; asked and confirmed, the missing
+    refund is charged where the agent closed without it."""
+    ep = Script("retail", 19)
+    ep.user("Hi, Mei Davis, 80217. Return my water bottle, exchange the pet bed and chair; what does each save me?")
+    *reads, back = ep.task.actions
+    for action in reads:
+        ep.call(action.name, **action.kwargs)
+    if asks_first:
+        ep.say(f"I will return the water bottle: {json.dumps(back.kwargs)}. Confirm (yes/no)?", "Yes.")
+    write = ep.call(back.name, **back.kwargs)
+    closing = ep.say("Done. The exchanges would save you 41.64. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert judged.first_error == (closing if asks_first else write)
+    first = next(j for j in judged.judgements if j.first_critical_error)
+    assert first.categories[0] == ("missed_required_action" if asks_first else "missing_confirmation")

@@ -40,8 +40,8 @@ def test_first_errors_fall_on_the_hand_marked_step(scored):
     result = scored[2]
     failures = result.failures
     assert sum(failures.values()) == 66
-    assert result.first_error_accuracy >= 0.79, dict(failures)
-    assert failures["exact"] + failures["exact_other"] + failures["adjacent"] >= 43
+    assert result.first_error_accuracy >= 0.81, dict(failures)
+    assert failures["exact"] + failures["exact_other"] + failures["adjacent"] >= 45
     assert failures["no_blame"] >= 14  # user- and task-caused failures recognised, no agent action blamed
 
 

@@ -73,7 +73,8 @@ def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgem
     consistent, first_error, fault = True, None, None
     if not success and actions:
         deviating = {f.step for f in findings if f.signal == "rule.unconfirmed_details"}
-        result = replay_findings(trajectory, domain, actions[-1], deviating)
+        unconfirmed = frozenset(f.step for f in findings if f.signal == "rule.no_confirmation")
+        result = replay_findings(trajectory, domain, actions[-1], deviating, unconfirmed)
         consistent = result.consistent
         fault = episode_fault(trajectory, domain, result.findings)
         if fault is None:

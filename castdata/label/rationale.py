@@ -24,6 +24,7 @@ QUOTE_LIMIT = 160
 _TOPICS = {
     "rule.no_confirmation": "confirmation",
     "rule.unconfirmed_details": "confirmation",
+    "replay.output_unconfirmed": "confirmation",
     "rule.before_auth": "authentication",
     "rule.multiple_tool_calls": "one_tool_call",
     "rule.tool_call_with_text": "one_tool_call",
@@ -38,6 +39,7 @@ _REQUIRED = {
     "replay.write_missed_gold": _WRONG_WRITE,
     "replay.gold_write_missing": "Before ending, every change the user asked for had to be made, after listing its details and getting an explicit yes.",
     "replay.output_missing": "Before ending, the agent had to tell the user the information their request asked for.",
+    "replay.output_unconfirmed": "A confirmation request lists what the write gives the user back too (here what they asked to know).",
     "replay.blocked_later_write": "Writes must come in an order that keeps every requested change possible{fix}.",
     "replay.out_of_order": "Changes must be made in the order that gives the result the user asked for{fix}.",
     "said.proposal": "What the agent offers or asks the user to confirm must be the change the policy allows and the conversation established{fix}.",
@@ -66,6 +68,7 @@ _ASSESSMENT = {
     "unnecessary_transfer": "the agent handed the user to a human although its own tools could handle the request",
     "missed_required_action": "a change the user asked for was never made",
     "replay.output_missing": "the conversation ended without the information the user asked for",
+    "replay.output_unconfirmed": "it was made without asking the user to confirm, and the details that request had to list (what the user asked to know) were never said",
     "replay.blocked_later_write": "it changes the record in a way that makes a later requested change impossible",
     "replay.out_of_order": "it comes before a change that had to be made first, so the changes end in another state",
     "said.proposal": "the user's yes to this message led to a change that is not the one the request and the policy call for",

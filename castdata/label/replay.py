@@ -23,7 +23,8 @@ changed are compared with the gold solution's replay (privileged, used for the v
   closing message ("anything else?") after the user asked for it, when the agent never acted on its record again
   and the user never asked again; else to the action that ended the episode (the expected action: the missing
   write, or asking to confirm it when the user's latest turn was no yes);
-- required outputs never said are charged to the agent's first closing message ("anything else?") after its last
+- required outputs never said are charged to a write made without the user's yes whose result holds them all
+  and that the agent had read them before (its confirmation request would have said them); else to the agent's first closing message ("anything else?") after its last
   call on the gold path, when no gold write is missing; else to the action that ended the episode.
 """
 
@@ -312,6 +313,26 @@ def _outputs_due_at(trajectory: Trajectory, ending: int) -> int:
     return next(closing, ending)
 
 
+def _unconfirmed_with_outputs(trajectory: Trajectory, writes: list[Write], unconfirmed: frozenset[int]) -> Write | None:
+    """The first write made without the user's yes whose result holds every required output never said, each one
+    the agent had seen before it: asking to confirm that write would have told them (a return's refund)."""
+    messages, outputs = trajectory.messages, trajectory.outcome.outputs_missing
+
+    def text(start: int, stop: int) -> str:
+        return "\n".join(m.get("content") or "" for m in messages[start:stop] if m["role"] == "tool")
+
+    return next(
+        (
+            w
+            for w in writes
+            if w.ok
+            and w.step in unconfirmed
+            and all(o in text(w.step + 1, w.step + 2) and o in text(0, w.step) for o in outputs)
+        ),
+        None,
+    )
+
+
 def _answered_yes(trajectory: Trajectory, step: int) -> bool:
     last_user = next((m for m in reversed(trajectory.messages[:step]) if m["role"] == "user"), None)
     return last_user is not None and is_confirmation(last_user.get("content") or "")
@@ -333,10 +354,15 @@ class ReplayResult:
 
 
 def replay_findings(
-    trajectory: Trajectory, domain: Domain, ending: tuple[int, Action], deviating: set[int]
+    trajectory: Trajectory,
+    domain: Domain,
+    ending: tuple[int, Action],
+    deviating: set[int],
+    unconfirmed: frozenset[int] = frozenset(),
 ) -> ReplayResult:
     """Critical findings of a failed episode; `ending` is the (step, action) that ended it, `deviating` the
-    steps of writes that used other details than the user confirmed."""
+    steps of writes that used other details than the user confirmed, `unconfirmed` those of writes made without
+    the user's yes."""
     gold = gold_path(domain, trajectory)
     writes, final, consistent = replay_writes(trajectory, domain)
     wrong = {k for k in final.keys() | gold.final.keys() if final.get(k, BASE) != gold.final.get(k, BASE)}
@@ -409,6 +435,10 @@ def replay_findings(
         category = _ending_category(trajectory, domain, action)
         findings.append(Finding(step, "replay.gold_write_missing", category, "critical", expected, gold_write))
     if trajectory.outcome.outputs_missing:
-        step = ending[0] if missing else _outputs_due_at(trajectory, ending[0])  # else they came after those writes
-        findings.append(Finding(step, "replay.output_missing", "missed_required_action", "critical"))
+        unasked = _unconfirmed_with_outputs(trajectory, writes, unconfirmed)
+        if unasked is not None:
+            findings.append(Finding(unasked.step, "replay.output_unconfirmed", "missing_confirmation", "critical"))
+        else:
+            step = ending[0] if missing else _outputs_due_at(trajectory, ending[0])  # else they came after those
+            findings.append(Finding(step, "replay.output_missing", "missed_required_action", "critical"))
     return ReplayResult(findings, consistent)
