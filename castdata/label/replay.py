@@ -23,9 +23,10 @@ changed are compared with the gold solution's replay (privileged, used for the v
   closing message ("anything else?") after the user asked for it, when the agent never acted on its record again
   and the user never asked again; else to the action that ended the episode (the expected action: the missing
   write, or asking to confirm it when the user's latest turn was no yes);
-- required outputs never said are charged to a write made without the user's yes whose result holds them all
-  and that the agent had read them before (its confirmation request would have said them); else to the agent's first closing message ("anything else?") after its last
-  call on the gold path, when no gold write is missing; else to the action that ended the episode.
+- required outputs never said are charged to a write made without the user's yes whose result holds them all,
+  when the agent had read them before it (its confirmation request would have said them); else to the agent's
+  first closing message ("anything else?") after its last call on the gold path, when no gold write is missing;
+  else to the action that ended the episode.
 """
 
 from __future__ import annotations
@@ -358,7 +359,7 @@ def replay_findings(
     domain: Domain,
     ending: tuple[int, Action],
     deviating: set[int],
-    unconfirmed: frozenset[int] = frozenset(),
+    unconfirmed: frozenset[int],
 ) -> ReplayResult:
     """Critical findings of a failed episode; `ending` is the (step, action) that ended it, `deviating` the
     steps of writes that used other details than the user confirmed, `unconfirmed` those of writes made without
