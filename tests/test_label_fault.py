@@ -1,6 +1,7 @@
 """The user's or the task's fault (castdata.label.fault), on hand-built episodes of real tasks: a user that
 withholds the user id its instruction gives, a gold payment method the instruction never speaks of, a gold
-certificate the user never asked for, a record beyond the task the user asked for; and the compensation rule."""
+certificate the user never asked for, a record beyond the task the user asked for, an item option the user never
+spoke of; and the compensation rule."""
 
 from __future__ import annotations
 
@@ -82,6 +83,27 @@ def _extra_cancellation_first() -> Script:
     return ep
 
 
+def _bottle_swap(says_red: bool) -> Script:
+    """Retail test task 79: the gold swaps the 500ml bottle for the red stainless 1000ml one (the instruction's "other
+    bottle you just placed"); the user asks only for 1000ml, and the agent offers the black one, described."""
+    ep = Script("retail", 79)
+    red = " The red one, please." if says_red else ""
+    ep.user(f"Hi, Emma Kovacs, 32190. I'd like my 500ml water bottle swapped for a 1000ml one.{red}")
+    ep.call("find_user_id_by_name_zip", first_name="Emma", last_name="Kovacs", zip="32190")
+    ep.call("get_order_details", order_id="#W8661412")
+    ep.call("get_product_details", product_id="8310926033")
+    ep.say("I can swap it for the 1000ml stainless steel bottle in black ($46.51). Confirm (yes/no)?", "Yes.")
+    ep.call(
+        "modify_pending_order_items",
+        order_id="#W8661412",
+        item_ids=["3453331371"],
+        new_item_ids=["7661609223"],
+        payment_method_id="credit_card_7239357",
+    )
+    ep.say("Done. Anything else?", STOP)
+    return ep
+
+
 @pytest.mark.parametrize(
     ("episode", "fault"),
     [
@@ -89,12 +111,14 @@ def _extra_cancellation_first() -> Script:
         (lambda: _paid_with_paypal(named_in_the_proposal=True), "fault.gold_payment_unspecified"),
         (lambda: _delay_complaint(asks_for_compensation=False), "fault.gold_against_policy"),
         (lambda: _extra_cancellation(offered_by_the_agent=False), "fault.user_asked"),
+        (lambda: _bottle_swap(says_red=False), "fault.user_withheld_detail"),
     ],
     ids=[
         "user id withheld",
         "payment the instruction never names",
         "a gold certificate the user never asked for",
         "a record beyond the task the user named and asked for",
+        "an option the user never spoke of picks the gold's item",
     ],
 )
 def test_the_failure_is_the_users_or_the_tasks(episode, fault):
@@ -111,6 +135,7 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
         lambda: _delay_complaint(asks_for_compensation=True),
         lambda: _extra_cancellation(offered_by_the_agent=True),
         lambda: _paid_with_paypal(named_in_the_proposal=True, paypal="paypal_5914761"),
+        lambda: _bottle_swap(says_red=True),
     ],
     ids=[
         "the user gave its id, the agent did nothing",
@@ -118,6 +143,7 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
         "compensation asked for, never sent",
         "a record the agent offered",
         "a payment id the agent guessed",
+        "the user asked for the gold's color, the agent wrote another",
     ],
 )
 def test_otherwise_an_agent_action_is_to_blame(episode):

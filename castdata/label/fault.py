@@ -15,6 +15,9 @@ solution are used for the verdict only, never in a rationale):
   message the user said yes to, and the hidden instruction says nothing of paying;
 - `fault.user_withheld_id`: a needed change never made, where the user said it has no user id though its
   instruction gives one, and never gave it (the policy requires it before any change);
+- `fault.user_withheld_detail`: the only wrong values of the write are items the agent described in the message
+  the user said yes to, each with an option the user asked for (its capacity, its size) and differing from the
+  gold's item only in options the user never spoke of: what picks the gold's item was never said;
 - `fault.user_asked`: the write is an act the gold solution never makes, the user asked for it, and the hidden
   instruction never speaks of such an act; or it acts on a record (an order, a reservation) no gold action
   touches, which the user named first, asking for that act;
@@ -186,6 +189,63 @@ def _user_added_record(trajectory: Trajectory, domain: Domain, step: int, action
     return not _forbidden(trajectory, domain, step, action)
 
 
+def _item_options(value: object, item_id: str) -> dict[str, str] | None:
+    """The options ({"capacity": "1000ml", ...}) of item `item_id` wherever a tool result (parsed) lists it."""
+    if isinstance(value, dict):
+        if value.get("item_id") == item_id and isinstance(value.get("options"), dict):
+            return {str(k): str(v).lower() for k, v in value["options"].items()}
+        children = list(value.values())
+    else:
+        children = value if isinstance(value, list) else []
+    return next((found for child in children if (found := _item_options(child, item_id)) is not None), None)
+
+
+def _shown_options(messages: list[dict], before: int, item_id: str) -> dict[str, str] | None:
+    """An item's options as the first tool result before message `before` that lists it shows them."""
+    for message in messages[1:before]:
+        if message["role"] == "tool" and item_id in (message["content"] or ""):
+            try:
+                found = _item_options(json.loads(message["content"]), item_id)
+            except ValueError:
+                continue
+            if found is not None:
+                return found
+    return None
+
+
+def _user_left_open(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:
+    """Whether the only wrong values of a write are new items the agent described in the message the user said yes
+    to, each sharing with the gold's item an option the user asked for and differing from it only in options the
+    user never spoke of (`fault.user_withheld_detail`)."""
+    if expected is None or expected.name != action.name:
+        return False
+    differing = [key for key in action.kwargs if expected.kwargs.get(key) != action.kwargs[key]]
+    if not differing or any(key != "new_item_ids" for key in differing):
+        return False
+    ours, gold = action.kwargs["new_item_ids"], expected.kwargs.get("new_item_ids")
+    messages, proposal = trajectory.messages, proposal_of(trajectory.messages, step)
+    if proposal is None or not isinstance(ours, list) or not isinstance(gold, list) or len(ours) != len(gold):
+        return False
+    user = said_by_user(messages, step).lower()
+
+    def spoken(value: str) -> bool:
+        return re.search(rf"(?<![\w.]){re.escape(value)}(?![\w])", user) is not None
+
+    for item, gold_item in zip(ours, gold):
+        if item == gold_item:
+            continue
+        options, gold_options = _shown_options(messages, step, item), _shown_options(messages, step, gold_item)
+        if options is None or gold_options is None or options.keys() != gold_options.keys():
+            return False
+        apart = [key for key in options if options[key] != gold_options[key]]
+        asked = [key for key in options if key not in apart and spoken(options[key])]
+        own = [(words, []) for words, _ in descriptions(messages, step, item)]  # beside the old item, say
+        said = mentions(messages[proposal]["content"], item) or describes(messages[proposal]["content"], own)
+        if not asked or not said or any(spoken(gold_options[key]) for key in apart):
+            return False  # the user asked by no option, never heard this item, or said what picks the gold's
+    return True
+
+
 def _names_alone(message: dict, value: str, other: str) -> bool:
     """Whether a message names `value` and not `other`."""
     text = message.get("content") or ""
@@ -332,6 +392,8 @@ def user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str
         return "fault.gold_payment_unspecified"
     if _user_chose_target(trajectory, domain, finding.step, action, finding.expected):
         return "fault.user_chose_target"
+    if _user_left_open(trajectory, finding.step, action, finding.expected):
+        return "fault.user_withheld_detail"
     if _user_asked(trajectory, finding.step, action, finding.expected) or _user_added_record(
         trajectory, domain, finding.step, action
     ):
