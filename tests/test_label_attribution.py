@@ -276,3 +276,20 @@ def test_an_output_a_write_returns_is_due_at_that_write_when_it_was_made_without
     assert judged.first_error == (closing if asks_first else write)
     first = next(j for j in judged.judgements if j.first_critical_error)
     assert first.categories[0] == ("missed_required_action" if asks_first else "missing_confirmation")
+
+
+@pytest.mark.parametrize("kind", ["gift card", "paypal"], ids=["a kind the user holds none of", "its own kind"])
+def test_a_payment_of_a_kind_never_shown_began_where_the_agent_offered_that_kind(kind):
+    """Retail test task 45: the user, who holds only PayPal, asks for the difference on a gift card; the agent says it
+    can, gets a yes, and writes a gift card id it made up. Offering a kind of payment the user was never shown to
+    hold is the error; an offer that names the user's own kind carries none (then the made-up id is the write's)."""
+    ep = Script("retail", 45)
+    ep.user("Hi, Daiki Johnson, 80273. Exchange my robotic vacuum in #W9502127 for the bagless canister one.")
+    *reads, exchange = ep.task.actions
+    for action in reads:
+        ep.call(action.name, **action.kwargs)
+    said = ep.say(f"I can exchange it and refund the $9.89 difference to your {kind}. Confirm (yes/no)?", "Yes.")
+    kwargs = {**exchange.kwargs, "payment_method_id": "gift_card_0000000"}
+    write = ep.call(exchange.name, **kwargs)
+    ep.say("I could not complete the exchange. Anything else?", STOP)
+    assert judge(ep.build()).first_error == (said if kind == "gift card" else write)

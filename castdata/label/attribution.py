@@ -80,6 +80,9 @@ def _records(value: Any, token: str) -> list[tuple[dict[str, Any], list[dict[str
     return found
 
 
+_PAYMENT_KIND = re.compile(r"(gift_card|credit_card|paypal|certificate)_\w+$")
+
+
 def _description(record: dict[str, Any]) -> list[tuple[str, ...]]:
     """The words that name a record without its id: its price, a payment method's kind, its card's brand or last
     four digits, all its option values."""
@@ -103,7 +106,8 @@ def _description(record: dict[str, Any]) -> list[tuple[str, ...]]:
 def descriptions(messages: list[dict[str, Any]], before: int, token: str) -> list[tuple[tuple[str, ...], list]]:
     """How a message may name `token` without its id, from the tool results before `before` that show its record
     (an item's "8-inch, 64GB, silver", its price), each with the descriptions of the record's siblings: a message
-    that also describes a sibling lists choices, and names none of them."""
+    that also describes a sibling lists choices, and names none of them. A payment method of a kind no result showed
+    the user to hold (a guess) is named by its kind ("gift card")."""
     found = []
     for message in messages[1:before]:
         if message["role"] != "tool" or token not in (message["content"] or ""):
@@ -115,6 +119,10 @@ def descriptions(messages: list[dict[str, Any]], before: int, token: str) -> lis
         for record, siblings in _records(result, token):
             others = [words for sibling in siblings for words in _description(sibling)]
             found += [(words, others) for words in _description(record)]
+    kind = _PAYMENT_KIND.match(token)
+    shown = "\n".join(m["content"] or "" for m in messages[1:before] if m["role"] == "tool")
+    if not found and kind and f"{kind.group(1)}_" not in shown:  # a kind of payment the user was never shown to hold
+        found.append(((kind.group(1).replace("_", " "),), []))
     return found
 
 
