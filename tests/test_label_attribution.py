@@ -203,6 +203,31 @@ def test_a_write_the_gold_never_makes_began_at_the_first_offer_that_named_its_fl
     assert said_first(messages, write, ["4NQLHD"], topic) == 7  # without the flights: the latest offer
 
 
+@pytest.mark.parametrize("acted_between", [False, True], ids=["asked again", "another write between"])
+def test_an_offer_the_user_said_yes_to_and_the_agent_asked_again_began_a_wrong_act(acted_between):
+    """Airline 14.0's shape: an offer of "business" for one passenger, a yes, the same change restated with its
+    details and a second yes, then a write that upgrades everyone. The first offer carried the error, unless a
+    write came between it and the restatement (its yes led to that write, not to this one)."""
+    messages = _messages(
+        ("user", "Upgrade my reservation YAX4DR to business, $600 at most."),
+        ("tool", json.dumps({"reservation_id": "YAX4DR", "cabin": "economy"})),
+        ("assistant", "Both passengers cost $1200; upgrading only Noah to business costs $600. Shall I proceed?"),
+        ("user", "Yes, let's do that."),
+    )
+    if acted_between:
+        call = {"id": "c1", "type": "function", "function": {"name": "update_reservation_baggages", "arguments": {}}}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "bags added"},
+        ]
+    restated = len(messages)
+    messages += _messages(
+        ("assistant", "Details: new cabin business, cost $600. Confirm the update (yes/no)?"), ("user", "Yes.")
+    )[1:]
+    first = said_first(messages, len(messages), ["YAX4DR"], ("change", "update", "modify"), ("business", "HAT235"))
+    assert first == (restated if acted_between else 3)
+
+
 def _hose_dropped(asked_again: bool) -> tuple[Script, int]:
     """Retail test task 29: the user asks for both exchanges; the agent makes the skateboard one, offers "anything
     else?", and answers another question; the hose exchange is never made (or the user asks for it again)."""

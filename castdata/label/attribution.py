@@ -174,8 +174,10 @@ def said_first(
     one before `step`, that names one of `tokens` or describes one (`descriptions`) (no earlier than the latest tool result naming one: what the
     agent said rests on what it read). For a wrong act (`topic`: the words for what the write does), the latest
     message must speak of that act, else the write went against what was proposed and is its own error; it is
-    the error even when it names no token, and so is each offer before it in the run that names the write's own
-    `values` (the flights or items it sets, not its target). `step` itself when no message carries the error."""
+    the error even when it names no token, and so is each offer before it in the run that names one of the write's
+    own `values` with a digit (the flights or items it sets, not its target), or names any of them ("business")
+    where the user said yes to it and the agent asked again before acting. `step` itself when no message carries
+    the error."""
     floor = max(
         (
             i
@@ -201,8 +203,13 @@ def said_first(
         found = index
     if found == step and topic:  # a wrong act: the run of offers that name the write's values ends with the latest
         found = texts[-1]
-        for index in reversed(texts[:-1]):
-            if not any(mentions(messages[index]["content"], value) for value in values):
+        for position in range(len(texts) - 2, -1, -1):
+            index, text = texts[position], messages[texts[position]]["content"]
+            named = [value for value in values if mentions(text, value)]
+            following = texts[position + 1]
+            restated = not any(messages[i].get("tool_calls") for i in range(index, following))
+            agreed = restated and proposal_of(messages, following) == index  # a yes to it, asked again, unacted
+            if not any(re.search(r"\d", value) for value in named) and not (named and agreed):
                 break
             found = index
     return found
@@ -364,7 +371,7 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
                 act_wrong = finding.expected is None or finding.expected.name != action.name
                 topic = topic_words(action.name) if act_wrong else None
                 own = set(targets(action))
-                named = tuple(v for v in string_values(action.kwargs) if re.search(r"\d", v) and v not in own)
+                named = tuple(v for v in string_values(action.kwargs) if v not in own)
                 step = said_first(messages, finding.step, wrong_tokens(action, finding.expected), topic, named)
                 if step != finding.step:
                     expected = ask_to_confirm(finding.expected) if finding.expected is not None else None
