@@ -20,6 +20,7 @@ from __future__ import annotations
 import calendar
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from castdata.envs import Domain
@@ -109,6 +110,17 @@ def descriptions(messages: list[dict[str, Any]], before: int, token: str) -> lis
     that also describes a sibling lists choices, and names none of them. A payment method of a kind no result showed
     the user to hold (a guess) is named by its kind ("gift card")."""
     found = []
+    for record, siblings in shown_records(messages, before, token):
+        others = [words for sibling in siblings for words in _description(sibling)]
+        found += [(words, others) for words in _description(record)]
+    kind = _PAYMENT_KIND.match(token)
+    if not found and kind and not _tools_said(messages, before, f"{kind.group(1)}_"):
+        found.append(((kind.group(1).replace("_", " "),), []))  # a kind of payment the user was never shown to hold
+    return found
+
+
+def shown_records(messages: list[dict[str, Any]], before: int, token: str) -> Iterator[tuple[dict, list[dict]]]:
+    """The records standing for `token` (`_records`), with their siblings, in the tool results before `before`."""
     for message in messages[1:before]:
         if message["role"] != "tool" or token not in (message["content"] or ""):
             continue
@@ -116,14 +128,11 @@ def descriptions(messages: list[dict[str, Any]], before: int, token: str) -> lis
             result = json.loads(message["content"])
         except ValueError:
             continue
-        for record, siblings in _records(result, token):
-            others = [words for sibling in siblings for words in _description(sibling)]
-            found += [(words, others) for words in _description(record)]
-    kind = _PAYMENT_KIND.match(token)
-    shown = "\n".join(m["content"] or "" for m in messages[1:before] if m["role"] == "tool")
-    if not found and kind and f"{kind.group(1)}_" not in shown:  # a kind of payment the user was never shown to hold
-        found.append(((kind.group(1).replace("_", " "),), []))
-    return found
+        yield from _records(result, token)
+
+
+def _tools_said(messages: list[dict[str, Any]], before: int, text: str) -> bool:
+    return any(m["role"] == "tool" and text in (m["content"] or "") for m in messages[1:before])
 
 
 def describes(text: str, described: list[tuple[tuple[str, ...], list]]) -> bool:

@@ -46,6 +46,7 @@ from castdata.label.attribution import (
     mentions,
     proposal_of,
     refusal,
+    shown_records,
     string_values,
 )
 from castdata.label.findings import Finding
@@ -189,28 +190,17 @@ def _user_added_record(trajectory: Trajectory, domain: Domain, step: int, action
     return not _forbidden(trajectory, domain, step, action)
 
 
-def _item_options(value: object, item_id: str) -> dict[str, str] | None:
-    """The options ({"capacity": "1000ml", ...}) of item `item_id` wherever a tool result (parsed) lists it."""
-    if isinstance(value, dict):
-        if value.get("item_id") == item_id and isinstance(value.get("options"), dict):
-            return {str(k): str(v).lower() for k, v in value["options"].items()}
-        children = list(value.values())
-    else:
-        children = value if isinstance(value, list) else []
-    return next((found for child in children if (found := _item_options(child, item_id)) is not None), None)
-
-
 def _shown_options(messages: list[dict], before: int, item_id: str) -> dict[str, str] | None:
-    """An item's options as the first tool result before message `before` that lists it shows them."""
-    for message in messages[1:before]:
-        if message["role"] == "tool" and item_id in (message["content"] or ""):
-            try:
-                found = _item_options(json.loads(message["content"]), item_id)
-            except ValueError:
-                continue
-            if found is not None:
-                return found
-    return None
+    """An item's options ({"capacity": "1000ml", ...}) as the first tool result before message `before` that lists
+    it shows them."""
+    return next(
+        (
+            {str(k): str(v).lower() for k, v in record["options"].items()}
+            for record, _ in shown_records(messages, before, item_id)
+            if record.get("item_id") == item_id and isinstance(record.get("options"), dict)
+        ),
+        None,
+    )
 
 
 def _user_left_open(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:
@@ -226,10 +216,10 @@ def _user_left_open(trajectory: Trajectory, step: int, action: Action, expected:
     messages, proposal = trajectory.messages, proposal_of(trajectory.messages, step)
     if proposal is None or not isinstance(ours, list) or not isinstance(gold, list) or len(ours) != len(gold):
         return False
-    user = said_by_user(messages, step).lower()
+    user = said_by_user(messages, step)
 
     def spoken(value: str) -> bool:
-        return re.search(rf"(?<![\w.]){re.escape(value)}(?![\w])", user) is not None
+        return describes(user, [((value,), [])])
 
     for item, gold_item in zip(ours, gold):
         if item == gold_item:

@@ -272,6 +272,11 @@ def write_category(action: Action, expected: Action | None) -> str:
 _CLOSING = re.compile(r"\banything else\b|\bis there (?:something|anything) more\b", re.I)
 
 
+def _closes(message: dict) -> bool:
+    """Whether a message is the agent's offer of more help ("anything else?")."""
+    return message["role"] == "assistant" and _CLOSING.search(message.get("content") or "") is not None
+
+
 def _dropped_at(trajectory: Trajectory, gold: Action, ending: int) -> int:
     """Where a needed change was dropped: the agent's first closing message ("anything else?") after the user asked
     for the change (its act in its own words, or its record), when no later call of the agent acts on that record
@@ -291,7 +296,7 @@ def _dropped_at(trajectory: Trajectory, gold: Action, ending: int) -> int:
         step for step, call in tool_turns(messages) if any(str(call.arguments.get(k)) in wanted for k in TARGET_KEYS)
     ]
     for index in range(asked + 1, ending):
-        if messages[index]["role"] != "assistant" or not _CLOSING.search(messages[index].get("content") or ""):
+        if not _closes(messages[index]):
             continue
         acted = any(step > index for step in touched)
         asked_again = any(m["role"] == "user" and asks(m["content"] or "") for m in messages[index + 1 : ending])
@@ -306,12 +311,7 @@ def _outputs_due_at(trajectory: Trajectory, ending: int) -> int:
     messages = trajectory.messages
     gold = {_signature(action) for action in trajectory.privileged.gold_actions}
     last = max((step for step, call in tool_turns(messages) if _signature(call.action) in gold), default=0)
-    closing = (
-        i
-        for i in range(last + 1, ending)
-        if messages[i]["role"] == "assistant" and _CLOSING.search(messages[i].get("content") or "")
-    )
-    return next(closing, ending)
+    return next((i for i in range(last + 1, ending) if _closes(messages[i])), ending)
 
 
 def _unconfirmed_with_outputs(trajectory: Trajectory, writes: list[Write], unconfirmed: frozenset[int]) -> Write | None:
@@ -322,16 +322,12 @@ def _unconfirmed_with_outputs(trajectory: Trajectory, writes: list[Write], uncon
     def text(start: int, stop: int) -> str:
         return "\n".join(m.get("content") or "" for m in messages[start:stop] if m["role"] == "tool")
 
-    return next(
-        (
-            w
-            for w in writes
-            if w.ok
-            and w.step in unconfirmed
-            and all(o in text(w.step + 1, w.step + 2) and o in text(0, w.step) for o in outputs)
-        ),
-        None,
-    )
+    for write in writes:
+        if write.ok and write.step in unconfirmed:
+            result, seen = text(write.step + 1, write.step + 2), text(0, write.step)
+            if all(output in result and output in seen for output in outputs):
+                return write
+    return None
 
 
 def _answered_yes(trajectory: Trajectory, step: int) -> bool:
