@@ -341,9 +341,11 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
     return allowed and "cancel" in said.lower() and proposal_of(trajectory.messages, step) is not None
 
 
-def episode_fault(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> str | None:
+def episode_fault(
+    trajectory: Trajectory, domain: Domain, critical: list[Finding], choices: list[str | None]
+) -> str | None:
     """Why a failed episode is the user's or the task's fault (a `fault.*` signal), or None when an agent
-    action is to blame."""
+    action is to blame; `choices` are the critical findings' `user_choice`s, in order."""
     messages = trajectory.messages
     last_user = next((m["content"] or "" for m in reversed(messages) if m["role"] == "user"), "")
     if (
@@ -363,7 +365,6 @@ def episode_fault(trajectory: Trajectory, domain: Domain, critical: list[Finding
         and _user_withheld_id(trajectory, domain)
     ):
         return "fault.user_withheld_id"
-    choices = [user_choice(trajectory, domain, finding) for finding in critical]
     return choices[0] if critical and all(choices) else None  # the user's choices explain every finding
 
 

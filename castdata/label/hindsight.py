@@ -76,9 +76,10 @@ def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgem
         unconfirmed = frozenset(f.step for f in findings if f.signal == "rule.no_confirmation")
         result = replay_findings(trajectory, domain, actions[-1], deviating, unconfirmed)
         consistent = result.consistent
-        fault = episode_fault(trajectory, domain, result.findings)
+        choices = [user_choice(trajectory, domain, finding) for finding in result.findings]
+        fault = episode_fault(trajectory, domain, result.findings, choices)
         if fault is None:
-            agents = [f for f in result.findings if user_choice(trajectory, domain, f) is None]
+            agents = [f for f, choice in zip(result.findings, choices) if choice is None]
             critical = attribute(trajectory, agents, domain)  # writes the user chose are not the agent's errors
             findings += critical
             first_error = min((f.step for f in critical), default=None)
