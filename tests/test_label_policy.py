@@ -87,6 +87,8 @@ def test_known_clause_ids():
         ("airline", "authentication", "airline.book-flight.1"),
         ("telehealth", "transfer", "telehealth.intro.8"),
         ("telecom", "authentication", "telecom.customer-privacy.data-protection.2"),
+        ("airline", "payment", "airline.modify-flight.6"),
+        ("retail", "payment", "retail.modify-pending-order.modify-items.3"),
     ],
 )
 def test_rule_topics_find_their_clause(domain, topic, clause_id):

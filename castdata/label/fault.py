@@ -50,6 +50,7 @@ from castdata.label.attribution import (
     string_values,
 )
 from castdata.label.findings import Finding
+from castdata.label.payments import PAYMENT_KEYS, PAYMENT_WORDS, payment_kind
 from castdata.label.policy_rules import cancellation, compensation
 from castdata.label.rules import is_confirmation
 from castdata.messages import first_call
@@ -57,13 +58,6 @@ from castdata.records import Action, Trajectory
 from castdata.visible import said_by_user
 
 STOP = "###STOP###"
-_PAYMENT_KEYS = ("payment_method_id", "payment_id", "payment_methods")
-_PAYMENT_WORDS = {
-    "gift_card": ("gift card", "gift-card", "giftcard"),
-    "credit_card": ("credit card", "card ending", "visa", "mastercard", "amex", "credit", "card"),
-    "paypal": ("paypal",),
-    "certificate": ("certificate",),
-}
 
 
 @functools.cache
@@ -102,10 +96,6 @@ def gold_unreachable(trajectory: Trajectory, domain: Domain, critical: list[Find
     return False
 
 
-def _payment_kind(value: str) -> str | None:
-    return next((kind for kind in _PAYMENT_WORDS if value.startswith(kind)), None)
-
-
 def _shown(trajectory: Trajectory, step: int) -> str:
     """All the user and the tools had said before message `step`."""
     return "\n".join(m.get("content") or "" for m in trajectory.messages[:step] if m["role"] in ("user", "tool"))
@@ -115,7 +105,7 @@ def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expec
     if expected is None or expected.name != action.name:
         return False
     differing = [key for key in action.kwargs if expected.kwargs.get(key) != action.kwargs[key]]
-    if not differing or any(key not in _PAYMENT_KEYS for key in differing):
+    if not differing or any(key not in PAYMENT_KEYS for key in differing):
         return False
     chosen = [text for key in differing for text in string_values(action.kwargs[key])]
     shown = _shown(trajectory, step)
@@ -123,7 +113,7 @@ def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expec
         return False  # a payment the agent guessed is its own error
     user = said_by_user(trajectory.messages, step).lower()
     for text in chosen:
-        kind = _payment_kind(text)
+        kind = payment_kind(text)
         if (
             text in user
             or text.split("_")[-1] in user
@@ -131,7 +121,7 @@ def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expec
         ):
             continue  # the user named this very payment method (or its card's brand or last digits, and no other's)
         others = set(re.findall(rf"\b{kind}_\d+", shown)) - {text} if kind else {text}
-        if kind is None or others or not any(word in user for word in _PAYMENT_WORDS[kind]):
+        if kind is None or others or not any(word in user for word in PAYMENT_WORDS[kind]):
             return False  # the user named no payment of this kind, or one of several the user holds
     return True
 
@@ -257,7 +247,7 @@ def _payment_unspecified(trajectory: Trajectory, step: int, action: Action, expe
     if expected is None or expected.name != action.name:
         return False
     differing = [key for key in action.kwargs if expected.kwargs.get(key) != action.kwargs[key]]
-    if not differing or any(key not in _PAYMENT_KEYS for key in differing):
+    if not differing or any(key not in PAYMENT_KEYS for key in differing):
         return False
     instruction = trajectory.privileged.instruction.lower()
     if re.search(r"\bpa(?:y|id)\w*|\bcard\b|\bcertificate|\brefund", instruction):
@@ -271,7 +261,7 @@ def _payment_unspecified(trajectory: Trajectory, step: int, action: Action, expe
     return all(text in shown for text in chosen) and all(  # a payment the agent guessed is its own error
         mentions(said, text)
         or describes(said, descriptions(trajectory.messages, step, text))
-        or any(word in said.lower() for word in _PAYMENT_WORDS.get(_payment_kind(text) or "", ()))
+        or any(word in said.lower() for word in PAYMENT_WORDS.get(payment_kind(text) or "", ()))
         for text in chosen
     )
 

@@ -31,6 +31,7 @@ _TOPICS = {
     "rule.unneeded_transfer": "transfer",
     "rule.cancel_not_allowed": "cancellation",
     "rule.unasked_compensation": "compensation",
+    "rule.payment_unasked": "payment",
 }
 
 _WRONG_WRITE = "The write had to make exactly the change the user asked for and confirmed{fix}."
@@ -59,6 +60,7 @@ _REQUIRED = {
     "rule.misread_value": "What the agent tells the user must be what the tool result says.",
     "rule.repeated_read": "A lookup is made again only when something may have changed since its result.",
     "rule.unasked_compensation": "Compensation is never offered proactively: only after the user complains and explicitly asks for it.",
+    "rule.payment_unasked": "The user provides the payment method a change pays or refunds with; the agent asks for it rather than choosing.",
 }
 _ASSESSMENT = {
     "wrong_argument": "its arguments are not the ones the conversation established, so it does not make the change the user asked for",
@@ -86,6 +88,7 @@ _ASSESSMENT = {
     "rule.misread_value": "it gives the user a value the tool result it just read does not hold",
     "rule.repeated_read": "it repeats an earlier lookup with the same arguments, and nothing changed since its result",
     "rule.unasked_compensation": "it sends compensation the user never asked for",
+    "rule.payment_unasked": "it pays or refunds with a payment method the user never named or agreed to",
 }
 _VALID_ASSESSMENT = {
     "write": "Valid: the change rests on the user's explicit yes to the details it uses, as the policy requires.",

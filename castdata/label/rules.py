@@ -22,6 +22,10 @@
   airline's flown trips, and economy bookings older than 24 hours without a covered reason);
 - `rule.unasked_compensation`: a certificate sent though no user turn before it asked for compensation (airline's
   policy: never offered proactively);
+- `rule.payment_unasked`: a write that pays or refunds with a payment method nobody put to the user: the user never
+  named it (its id, its number, its kind in words), and no confirmation request the user said yes to named it (the
+  policies: the user provides the payment method; airline's "the agent should ask for the payment or refund
+  method");
 - `rule.ungrounded_id`: a tool call with an identifier argument (order, item, user, product, reservation, payment
   id), or an agent message naming a record id (an order id, a long item or product number, a payment method id),
   that no user turn, tool result or the policy showed before: the agent guessed it (its own earlier messages are
@@ -37,6 +41,7 @@ from castdata.envs import RESPOND, Domain
 from castdata.envs.reproduce import replay_record
 from castdata.label.acts import topic_words
 from castdata.label.findings import Finding
+from castdata.label.payments import names_payment, payment_ids
 from castdata.label.policy_rules import cancellation, compensation
 from castdata.messages import first_call
 from castdata.records import Action, Trajectory
@@ -53,7 +58,7 @@ _SOFT_YES = re.compile(
     r"of course|that's right|perfect)\b",
     re.I,
 )
-_ASKS_TO_CONFIRM = re.compile(
+ASKS_TO_CONFIRM = re.compile(
     r"confirm|proceed|go ahead|would you like me to|shall i|should i|do you want me to|yes/no|is that correct|"
     r"is this correct|are you sure|okay to",
     re.I,
@@ -76,7 +81,7 @@ def is_confirmation(text: str, request: str | None = None) -> bool:
     if _NO.match(text):
         return False
     return bool(_YES.search(text)) or (
-        request is not None and bool(_ASKS_TO_CONFIRM.search(request)) and bool(_SOFT_YES.search(text))
+        request is not None and bool(ASKS_TO_CONFIRM.search(request)) and bool(_SOFT_YES.search(text))
     )
 
 
@@ -238,6 +243,7 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
     messages = trajectory.messages
     seen = messages[0].get("content") or ""  # what the user and the tools have shown so far (and the policy)
     reads: set[str] = set()  # the signatures of the successful reads since the latest user turn and write
+    agreed = ""  # the confirmation requests the user said yes to, and what the user said
     for step, message in enumerate(messages):
         if message["role"] == "tool":
             seen += "\n" + (message.get("content") or "")
@@ -246,6 +252,7 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             seen += "\n" + (message.get("content") or "")
             reads.clear()
             confirmed, request = is_confirmation(message.get("content") or "", said), said
+            agreed += "\n" + (message.get("content") or "") + ("\n" + said if confirmed else "")
             first_write = None
             continue
         if message["role"] != "assistant":
@@ -285,6 +292,8 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             elif deviates(action, request):
                 findings.append(Finding(step, "rule.unconfirmed_details", "wrong_argument", "minor"))
             first_write = first_write or action
+            if any(not names_payment(agreed, payment) for payment in payment_ids(action)):
+                findings.append(Finding(step, "rule.payment_unasked", "policy_violation", "minor"))
         if kind == "write" and _cancellation_forbidden(trajectory, domain, step, action):
             findings.append(Finding(step, "rule.cancel_not_allowed", "policy_violation", "minor"))
         if action.name == "send_certificate" and compensation(domain, said_by_user(messages, step)) == "forbidden":
