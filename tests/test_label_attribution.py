@@ -1,7 +1,8 @@
 """Where an error was said: the agent's words that name a record without its id, a record id the agent kept
-requiring after the user said it has none, a refusal that reports the agent's own failed write
-(castdata.label.attribution), and a change made without the step the gold solution makes first
-(castdata.label.replay), on hand-written transcripts and hand-built episodes of real tasks."""
+requiring after the user said it has none, a refusal that reports the agent's own failed write, the answer that
+gave a wrong value, the offer that picked a wrong option (castdata.label.attribution), and a change made without
+the step the gold solution makes first (castdata.label.replay), on hand-written transcripts and hand-built episodes
+of real tasks."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import json
 import pytest
 from golden.script import STOP, Script
 
-from castdata.label.attribution import describes, descriptions, insisted, refusal, said_first
+from castdata.label.attribution import describes, descriptions, insisted, refusal, said_first, wrong_answer
 from castdata.label.hindsight import judge
 from castdata.records import Action
 
@@ -318,3 +319,91 @@ def test_a_payment_of_a_kind_never_shown_began_where_the_agent_offered_that_kind
     write = ep.call(exchange.name, **kwargs)
     ep.say("I could not complete the exchange. Anything else?", STOP)
     assert judge(ep.build()).first_error == (said if kind == "gift card" else write)
+
+
+def _call(name: str, content: str) -> list[dict]:
+    call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": {}}}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": content},
+    ]
+
+
+@pytest.mark.parametrize("looked_up_first", [False, True], ids=["policy restated before any data", "after a lookup"])
+def test_an_answer_is_the_first_reply_with_a_number_and_restating_the_policy_before_any_data_is_none(
+    looked_up_first,
+):
+    """Airline 44.1's shape: asked how many bags they may take, the agent restates the policy's allowances before
+    reading anything, asks for the reservation, reads it, and answers 6 (the right total is 4): the answer is the
+    error. The same restatement made after a lookup is an answer about the user's records."""
+    messages = [
+        {
+            "role": "system",
+            "content": "Gold members: 3 free checked bags per economy passenger, 50 dollars per extra bag.",
+        }
+    ]
+    messages += _messages(("user", "How many suitcases can I take? I'm a gold member."))[1:]
+    if looked_up_first:
+        messages += _call("get_user_details", '{"membership": "regular"}')
+    restated = len(messages)
+    messages += _messages(
+        ("assistant", "As a gold member you get 3 free checked bags per economy passenger, and $50 per extra bag."),
+        ("user", "My reservation is JMO1MG."),
+    )[1:]
+    messages += _call("get_reservation_details", '{"cabin": "economy", "passengers": [{}, {}]}')
+    answer = len(messages)
+    messages += _messages(("assistant", "You can take 6 free bags in total."), ("user", "Thanks!"))[1:]
+    assert wrong_answer(messages, len(messages), "4") == (
+        (restated if looked_up_first else answer),
+        "misread_observation",
+    )
+
+
+def test_a_request_to_confirm_a_change_is_no_answer_past_the_first_reply():
+    """Retail 4's shape: asked how many t-shirt options there are, the agent asks who the user is, looks things up,
+    then asks to confirm an item change whose ids are numbers: no answer was given (the output is missing, not
+    misread). The first reply itself is judged as it stands, a confirmation request or not."""
+    messages = _messages(
+        ("user", "How many t-shirt options are available? And change my t-shirts to purple."),
+        ("assistant", "Could you give me your name and zip code?"),
+        ("user", "Yusuf Rossi, 19122."),
+    )
+    messages += _call("get_product_details", '{"variants": {}}')
+    messages += _messages(
+        ("assistant", "I can modify the item 3799046073 to 9647292434. Do you confirm (yes/no)?"), ("user", "Yes.")
+    )[1:]
+    assert wrong_answer(messages, len(messages), "10") is None
+    first_reply = [messages[0], messages[1], *messages[4:]]  # the confirmation request answers the question
+    assert wrong_answer(first_reply, len(first_reply), "10") == (4, "misread_observation")
+
+
+@pytest.mark.parametrize(
+    "listed_both", [True, False], ids=["listing set out the right option too", "listing had only the wrong one"]
+)
+def test_a_wrong_option_picked_after_a_listing_began_at_the_offer_the_user_said_yes_to(listed_both):
+    """Airline 3.0's shape: the agent lists one-stop options, offers the fastest-looking one (HAT229, which has no
+    economy seat), gets a yes, asks for the payment method, and writes with it (the user's latest turn gave the
+    method, no yes). The write carries on from the yes, so the offer is where the error was said; a listing that
+    also set out the right option (HAT290 + HAT175) was no error, one that showed only the wrong option began it."""
+    ep = Script("airline", 3)
+    ep.user("Hi, I'm sofia_kim_7287. Change my Denver to Houston return on May 27 (OBUT9V) to the fastest, economy.")
+    ep.call("get_reservation_details", reservation_id="OBUT9V")
+    ep.call("search_onestop_flight", origin="DEN", destination="IAH", date="2024-05-27")
+    other = " 2. HAT290 + HAT175, 14:00-20:00." if listed_both else ""
+    listing = ep.say(f"Options: 1. HAT229 + HAT266, 11:00-16:00.{other} Which one?", "The fastest one, please.")
+    offer = ep.say(
+        "The fastest is HAT229 + HAT266, 5 hours. Would you like to proceed with this option?",
+        "Yes, let's go with economy for this option.",
+    )
+    ep.say("To update: HAT229 and HAT266 in economy, $239. Which payment method should I use?", "My gift_card_6276644.")
+    kept = [{"flight_number": "HAT078", "date": "2024-05-27"}, {"flight_number": "HAT118", "date": "2024-05-27"}]
+    picked = [{"flight_number": "HAT229", "date": "2024-05-27"}, {"flight_number": "HAT266", "date": "2024-05-27"}]
+    ep.call(
+        "update_reservation_flights",
+        reservation_id="OBUT9V",
+        cabin="economy",
+        flights=kept + picked,
+        payment_id="gift_card_6276644",
+    )
+    ep.say("HAT229 has no economy seat left. Anything else?", STOP)
+    assert judge(ep.build()).first_error == (offer if listed_both else listing)

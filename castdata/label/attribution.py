@@ -27,7 +27,7 @@ from castdata.envs import Domain
 from castdata.label.acts import TARGET_KEYS, specific_words, topic_words
 from castdata.label.findings import Finding
 from castdata.label.replay import write_category
-from castdata.label.rules import ask_to_confirm, is_confirmation
+from castdata.label.rules import ASKS_TO_CONFIRM, ask_to_confirm, is_confirmation
 from castdata.messages import call_failed, calls, first_call, is_agent_text, tool_turns
 from castdata.records import Action, Trajectory
 
@@ -164,11 +164,23 @@ def wrong_tokens(action: Action, expected: Action | None) -> list[str]:
     of the same tool; for a write the gold solution has no counterpart of, its targets (the act itself is wrong)."""
     if expected is None or expected.name != action.name:
         return targets(action)
+    return _values_not_in(action, expected)
+
+
+def right_tokens(action: Action, expected: Action | None) -> list[str]:
+    """The expected write's values in place of `wrong_tokens` (none for a write of another tool)."""
+    if expected is None or expected.name != action.name:
+        return []
+    return _values_not_in(expected, action)
+
+
+def _values_not_in(action: Action, other: Action) -> list[str]:
+    """The string values of `action`'s arguments that differ from `other`'s, and that `other` does not hold there."""
     found = []
     for key, value in action.kwargs.items():
-        if expected.kwargs.get(key) != value:
-            right = set(string_values(expected.kwargs.get(key)))
-            found += [text for text in string_values(value) if text not in right]
+        if other.kwargs.get(key) != value:
+            held = set(string_values(other.kwargs.get(key)))
+            found += [text for text in string_values(value) if text not in held]
     return list(dict.fromkeys(found))
 
 
@@ -178,6 +190,7 @@ def said_first(
     tokens: list[str],
     topic: tuple[str, ...] | None = None,
     values: tuple[str, ...] = (),
+    right: tuple[str, ...] = (),
 ) -> int:
     """Where a write's error was first said: the first agent message of the unbroken run, ending with the latest
     one before `step`, that names one of `tokens` or describes one (`descriptions`) (no earlier than the latest tool result naming one: what the
@@ -185,8 +198,9 @@ def said_first(
     message must speak of that act, else the write went against what was proposed and is its own error; it is
     the error even when it names no token, and so is each offer before it in the run that names one of the write's
     own `values` with a digit (the flights or items it sets, not its target), or names any of them ("business")
-    where the user said yes to it and the agent asked again before acting. `step` itself when no message carries
-    the error."""
+    where the user said yes to it and the agent asked again before acting. An earlier message that also names one of
+    the `right` values (the expected write's, in place of the tokens) ends the run: it set out the choice, and the
+    wrong one was picked later. `step` itself when no message carries the error."""
     floor = max(
         (
             i
@@ -208,6 +222,8 @@ def said_first(
     for index in reversed(texts):
         text = messages[index]["content"]
         if not any(mentions(text, token) for token in tokens) and not describes(text, described):
+            break
+        if index != texts[-1] and any(mentions(text, value) for value in right):
             break
         found = index
     if found == step and topic:  # a wrong act: the run of offers that name the write's values ends with the latest
@@ -264,6 +280,18 @@ def proposal_of(messages: list[dict[str, Any]], step: int) -> int | None:
     answer = messages[last_user].get("content") or ""
     said = messages[request]["content"] if request is not None else None
     return request if request is not None and is_confirmation(answer, said) else None
+
+
+def _yes_since_write(messages: list[dict[str, Any]], step: int, domain: Domain) -> bool:
+    """Whether the user said yes to an agent message after the agent's latest write before `step` (the write at
+    `step` carries on from that yes, though the user's latest turn is not one: it gave a detail asked for)."""
+    for index in range(step - 1, 0, -1):
+        message = messages[index]
+        if message["role"] == "assistant" and any(domain.tool_kind(call.name) == "write" for call in calls(message)):
+            return False
+        if message["role"] == "user" and proposal_of(messages, index + 1) is not None:
+            return True
+    return False
 
 
 def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int | None:
@@ -333,26 +361,42 @@ def _number_kind(token: str) -> str:
 
 
 def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tuple[int, str] | None:
-    """The agent's first reply to a user question that gives another value of the required output's kind, or refuses."""
+    """The agent's first answer to a user question that gives another value of the required output's kind, or
+    refuses. The answer is its first message after the question, before the user's next question, that gives a
+    number or refuses (messages that only ask for details come first; past the first reply, one that asks to confirm
+    a change is none). A message before any tool result whose every number the
+    policy states restates the policy's rules: with no data read yet, it answers nothing about the user's records."""
     kind = _number_kind(output) if _NUMBER.fullmatch(output.strip()) else None
+    policy = set(_numbers(messages[0].get("content") or "")) if messages and messages[0]["role"] == "system" else set()
     for index in range(1, before):
         message = messages[index]
         if message["role"] != "user" or not QUESTION.search(message.get("content") or ""):
             continue
-        reply = next(
-            (i for i in range(index + 1, before) if agent_text(messages[i]) or messages[i]["role"] == "user"), None
-        )
-        if reply is None or messages[reply]["role"] == "user":
-            continue
-        text = messages[reply]["content"]
-        if output.lower() in text.lower().replace(",", ""):
-            continue
-        if REFUSAL.search(text):
-            return reply, "wrong_refusal"
-        numbers = [n.lstrip("$").replace(",", "") for n in _NUMBER.findall(text)]
-        if kind is not None and any(_number_kind(n) == kind for n in numbers):
-            return reply, "misread_observation"
+        first = True
+        for reply in range(index + 1, before):
+            if messages[reply]["role"] == "user" and QUESTION.search(messages[reply].get("content") or ""):
+                break  # the next question
+            text = agent_text(messages[reply])
+            if not text:
+                continue
+            later, first = not first, False
+            if output.lower() in text.lower().replace(",", ""):
+                break
+            if REFUSAL.search(text):
+                return reply, "wrong_refusal"
+            numbers = _numbers(text)
+            if not numbers or (not any(m["role"] == "tool" for m in messages[:reply]) and set(numbers) <= policy):
+                continue
+            if later and ASKS_TO_CONFIRM.search(text):
+                break  # past the first reply, a request to confirm a change is no answer
+            if kind is not None and any(_number_kind(n) == kind for n in numbers):
+                return reply, "misread_observation"
+            break
     return None
+
+
+def _numbers(text: str) -> list[str]:
+    return [n.lstrip("$").replace(",", "") for n in _NUMBER.findall(text)]
 
 
 def failed_write(messages: list[dict[str, Any]], said: int, domain: Domain) -> tuple[int, Action] | None:
@@ -376,12 +420,15 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
             continue
         if finding.signal in ("replay.write_off_gold", "replay.write_missed_gold"):
             action = _action_at(trajectory, finding.step)
-            if action is not None and proposal_of(messages, finding.step) is not None:
+            if action is not None and (
+                proposal_of(messages, finding.step) is not None or _yes_since_write(messages, finding.step, domain)
+            ):
                 act_wrong = finding.expected is None or finding.expected.name != action.name
                 topic = topic_words(action.name) if act_wrong else None
                 own = set(targets(action))
                 named = tuple(v for v in string_values(action.kwargs) if v not in own)
-                step = said_first(messages, finding.step, wrong_tokens(action, finding.expected), topic, named)
+                wrong, right = wrong_tokens(action, finding.expected), tuple(right_tokens(action, finding.expected))
+                step = said_first(messages, finding.step, wrong, topic, named, right)
                 if step != finding.step:
                     expected = ask_to_confirm(finding.expected) if finding.expected is not None else None
                     finding = Finding(
