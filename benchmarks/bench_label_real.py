@@ -48,8 +48,9 @@ def main() -> None:
     print(f"  first-error accuracy (exact or rightly no blame): {result.first_error_accuracy:.1%}")
     print(
         f"successful episodes: {result.successes}, with an invalid flag: {result.successes_flagged} "
-        f"({result.successes_flagged / max(1, result.successes):.1%}); flags {result.flags}, true {result.true_flags} "
-        f"(precision {result.flag_precision:.1%})"
+        f"({result.successes_flagged / max(1, result.successes):.1%}), with a false one (false alarms): "
+        f"{result.false_alarms} ({result.false_alarms / max(1, result.successes):.1%}); flags {result.flags}, "
+        f"true {result.true_flags} (precision {result.flag_precision:.1%})"
     )
     print("signal precision on the golden episodes (right / wrong):")
     for name, counts in sorted(result.signals.items()):

@@ -11,6 +11,7 @@ import json
 import pytest
 from golden.script import STOP, Script
 
+from castdata.envs import load_domain
 from castdata.label.attribution import describes, descriptions, insisted, refusal, said_first, wrong_answer
 from castdata.label.hindsight import judge
 from castdata.records import Action
@@ -64,7 +65,7 @@ def test_a_wrong_write_is_charged_to_the_first_message_that_described_its_item()
     assert said_first(messages, 7, ["8551474201"]) == 5
 
 
-def test_requiring_a_reservation_id_the_user_does_not_have_is_a_refusal():
+def test_requiring_a_reservation_id_the_user_does_not_have_or_other_details_instead_is_a_refusal():
     messages = _messages(
         ("user", "Please cancel my trip."),
         ("assistant", "Sure, what is your user id and reservation id?"),
@@ -73,19 +74,22 @@ def test_requiring_a_reservation_id_the_user_does_not_have_is_a_refusal():
         ("user", "ok, bye"),
         ("assistant", "Goodbye!"),
     )
-    assert insisted(messages, len(messages)) == 4
+    airline = load_domain("airline")
+    assert insisted(messages, len(messages), airline) == 4
     lacks_user_id = [dict(m) for m in messages]
     lacks_user_id[3]["content"] = "I don't have my user ID with me, the reservation ID is HXDUBJ."
-    assert insisted(lacks_user_id, len(messages)) is None  # the user id is the policy's own requirement
-    looked_up = [
-        *messages[:5],
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [{"function": {"name": "get_user_details", "arguments": {}}}],
-        },
-    ]
-    assert insisted(looked_up, len(looked_up)) is None  # it went on to find the reservation
+    assert insisted(lacks_user_id, len(messages), airline) is None  # the user id is the policy's own requirement
+
+    def then(name: str) -> list[dict]:
+        return [*messages[:5], {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": name}}]}]
+
+    looked_up = then("get_user_details")
+    assert insisted(looked_up, len(looked_up), airline) is None  # it went on to find the reservation
+    transferred = then("transfer_to_human_agents")  # airline 1.2: a hand-off is no lookup
+    assert insisted(transferred, len(transferred), airline) == 4
+    other_details = [dict(m) for m in messages]  # airline 5.2: asking for dates instead of opening the profile
+    other_details[4]["content"] = "No problem! If you can tell me the date of travel, I can help you locate it."
+    assert insisted(other_details, len(messages), airline) == 4
 
 
 def test_saying_only_pending_orders_can_be_cancelled_of_an_order_never_opened_is_a_refusal():
@@ -407,3 +411,18 @@ def test_a_wrong_option_picked_after_a_listing_began_at_the_offer_the_user_said_
     )
     ep.say("HAT229 has no economy seat left. Anything else?", STOP)
     assert judge(ep.build()).first_error == (offer if listed_both else listing)
+
+
+def test_a_failed_write_retried_until_it_went_through_is_no_attempt_at_another_change():
+    """Held-out airline 3.3's shape (airline test task 3): the flight change fails on a gift card short of balance
+    and goes through on the gold's card; the checked bag the user asked for is never added, and the agent says it
+    was. The failed try was the flight change, made good: the bag was dropped where the agent closed."""
+    ep = Script("airline", 3)
+    ep.user("Hi, I'm sofia_kim_7287. Change my May 27 return on OBUT9V to the fastest flights and add one bag.")
+    flights, _never_added = ep.task.actions
+    ep.call("get_reservation_details", reservation_id="OBUT9V")
+    ep.say(f"I will update the flights: {json.dumps(flights.kwargs['flights'])}. Confirm (yes/no)?", "Yes.")
+    ep.call(flights.name, **{**flights.kwargs, "payment_id": "gift_card_7480005"})
+    ep.call(flights.name, **flights.kwargs)
+    closing = ep.say("Your flights are changed and one checked bag is added. Anything else?", STOP)
+    assert judge(ep.build()).first_error == closing

@@ -38,15 +38,39 @@ def _paid_with_paypal(named_in_the_proposal: bool, paypal: str = "paypal_5914760
     return ep
 
 
-def _delay_complaint(asks_for_compensation: bool) -> Script:
+def _delay_complaint(asks_for_compensation: bool, transfers: bool = False) -> Script:
     """Airline test task 46: the gold solution sends a $50 certificate for a delayed flight; the policy lets the agent
-    offer one only when the user explicitly asks for compensation."""
+    offer one only when the user explicitly asks for compensation. The agent closes, or (airline 45.2's shape)
+    transfers the user to a human before the user could ask."""
     ep = Script("airline", 46)
     ask = " Can I get some compensation for it?" if asks_for_compensation else ""
     ep.user(f"Hi, I'm noah_muller_9847. I'm frustrated with the delayed flight in my last reservation.{ask}")
     for action in ep.task.actions[:3]:
         ep.call(action.name, **action.kwargs)
-    ep.say("I'm sorry about the delay on 4OG6T3. Is there anything else I can help you with?", STOP)
+    if transfers:
+        ep.call("transfer_to_human_agents", summary="The user is frustrated about a delayed flight on 4OG6T3.")
+    else:
+        ep.say("I'm sorry about the delay on 4OG6T3. Is there anything else I can help you with?", STOP)
+    return ep
+
+
+def _upgrade_paid_by_card(reads_the_profile: bool) -> Script:
+    """Airline test task 26 (held-out airline 26.3's shape): the user pays "with my credit card ending in 7334". The
+    agent charges the card the reservation was paid with, one it never saw the last digits of (its user has two
+    cards); read from the profile, that card is shown to end in 5018, not 7334, and the agent made the mistake."""
+    ep = Script("airline", 26)
+    ep.user("Hi, I'm aarav_ahmed_6699. Please upgrade M20IZO to business, with my credit card ending in 7334.")
+    cancel, *reads, upgrade = ep.task.actions
+    if reads_the_profile:
+        ep.call("get_user_details", user_id="aarav_ahmed_6699")
+    for action in reads:
+        ep.call(action.name, **action.kwargs)
+    ep.say("The upgrade costs $1194 on your card ending in 7334. Confirm (yes/no)?", "Yes.")
+    ep.call(upgrade.name, **{**upgrade.kwargs, "payment_id": "credit_card_4959530"})
+    ep.say("Done. Anything else?", "Please also cancel NQNU5R, my plans changed.")
+    ep.say("I will cancel NQNU5R. Confirm (yes/no)?", "Yes.")
+    ep.call(cancel.name, **cancel.kwargs)
+    ep.say("Done. Anything else?", STOP)
     return ep
 
 
@@ -136,6 +160,9 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
         lambda: _extra_cancellation(offered_by_the_agent=True),
         lambda: _paid_with_paypal(named_in_the_proposal=True, paypal="paypal_5914761"),
         lambda: _bottle_swap(says_red=True),
+        lambda: _delay_complaint(asks_for_compensation=False, transfers=True),
+        lambda: _upgrade_paid_by_card(reads_the_profile=False),
+        lambda: _upgrade_paid_by_card(reads_the_profile=True),
     ],
     ids=[
         "the user gave its id, the agent did nothing",
@@ -144,6 +171,9 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
         "a record the agent offered",
         "a payment id the agent guessed",
         "the user asked for the gold's color, the agent wrote another",
+        "a transfer cut the conversation short before the user could ask",
+        "a card named by its digits, charged to one never shown with them",
+        "a card named by its digits, charged to one shown with others",
     ],
 )
 def test_otherwise_an_agent_action_is_to_blame(episode):

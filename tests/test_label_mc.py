@@ -162,7 +162,7 @@ def test_mc_with_the_scripted_oracle_sees_doomed_continuations(tmp_path):
     ]
     assert len(firsts) >= 5 and ended and all(source.mc_success_after == 0.0 for source in ended)
     assert sum(s.mc_success_before - s.mc_success_after for s in firsts) / len(firsts) > 0.3
-    unconfirmed = [label.label_source for label in judged if label.categories == ["missing_confirmation"]]
+    unconfirmed = [label.label_source for label in judged if label.categories[:1] == ["missing_confirmation"]]
     assert unconfirmed and all(source.agreement for source in unconfirmed)
     assert stats["mc"]["agreement"] >= 0.8
     assert Counter(label.label_source.agreement for label in judged)[True] == round(

@@ -49,7 +49,7 @@ def test_few_false_alarms_on_successful_episodes(scored):
     result = scored[2]
     assert result.successes == 34
     assert result.flag_precision >= 0.88, (result.flags, result.true_flags)
-    assert result.successes_flagged <= 0.25 * result.successes
+    assert result.false_alarms <= 0.05 * result.successes  # a success with a flag no annotator calls a violation
 
 
 def test_user_fault_episodes_blame_no_action_and_train_nothing(scored):

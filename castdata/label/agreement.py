@@ -31,6 +31,7 @@ class Agreement:
     failures: Counter = field(default_factory=Counter)
     successes: int = 0
     successes_flagged: int = 0
+    false_alarms: int = 0  # successful episodes with a flag no annotator calls a violation
     flags: int = 0
     true_flags: int = 0
     signals: dict[str, Counter] = field(default_factory=dict)
@@ -54,6 +55,7 @@ class Agreement:
             "first_error_accuracy": round(self.first_error_accuracy, 4),
             "successes": self.successes,
             "successes_flagged": self.successes_flagged,
+            "false_alarms": self.false_alarms,
             "flags": self.flags,
             "true_flags": self.true_flags,
             "flag_precision": round(self.flag_precision, 4),
@@ -127,6 +129,7 @@ def agreement(judgements: dict[str, dict[str, Any]], labels: dict[str, list[Labe
         true_steps = {v["step"] for a in judged["annotations"] for v in a.get("violations", [])}
         flagged = [label for label in episode_labels if label.verdict == "invalid"]
         result.successes_flagged += bool(flagged)
+        result.false_alarms += any(label.step not in true_steps for label in flagged)
         for label in flagged:
             result.flags += 1
             right = label.step in true_steps

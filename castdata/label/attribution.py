@@ -45,9 +45,6 @@ _LACKS = re.compile(  # the user says it has no record id at hand
     r"(?:(?!\bid\b)[^.?!,]){0,25}?" + _RECORD_ID,
     re.I,
 )
-_NEEDS = re.compile(  # the agent says it still requires one
-    r"\b(?:need|needs|require|requires|required|must have|necessary)\b[^.?!]{0,40}?" + _RECORD_ID, re.I
-)
 _BLANK = {"none", "no", "n/a", ""}  # an option value no message says as such ("no features")
 _NUMBER = re.compile(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?(?![\w])")
 
@@ -334,10 +331,11 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
     return None
 
 
-def insisted(messages: list[dict[str, Any]], before: int) -> int | None:
-    """The agent's first reply, before `before`, that still requires a record's id (a reservation or order id) after
-    the user said it does not have it, when the agent looks nothing up after: the policy lets it find the record
-    from the user's profile, so requiring the id closes the only way to the change (`wrong_refusal`)."""
+def insisted(messages: list[dict[str, Any]], before: int, domain: Domain) -> int | None:
+    """The agent's first reply, before `before`, after the user said it does not have a record's id (a reservation
+    or order id), when the agent looks nothing up after it (a transfer to a human is no lookup): the policy lets it
+    find the record from the user's profile, so requiring the id, or asking for other details instead, closes the
+    only way to the change (`wrong_refusal`)."""
     for index in range(1, before):
         message = messages[index]
         if message["role"] != "user" or not _LACKS.search((message.get("content") or "").replace("\u2019", "'")):
@@ -345,9 +343,10 @@ def insisted(messages: list[dict[str, Any]], before: int) -> int | None:
         reply = next((i for i in range(index + 1, before) if messages[i]["role"] != "tool"), None)
         if reply is None or not is_agent_text(messages[reply]):
             continue  # the agent went to look the record up
-        text = messages[reply].get("content") or ""
-        if _NEEDS.search(text) and not any(reply < step < before for step, _ in tool_turns(messages)):
-            return reply  # and it never looked anything up after
+        if not any(
+            reply < step < before and domain.tool_kind(call.name) != "transfer" for step, call in tool_turns(messages)
+        ):
+            return reply
     return None
 
 
@@ -437,7 +436,7 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
         elif finding.signal == "replay.gold_write_missing" and finding.missing is not None:
             gold = finding.missing
             # the closing message itself may be the refusal
-            said = [refusal(messages, finding.step + 1, gold), insisted(messages, finding.step + 1)]
+            said = [refusal(messages, finding.step + 1, gold), insisted(messages, finding.step + 1, domain)]
             found = min((index for index in said if index is not None), default=None)
             attempt = failed_write(messages, found, domain) if found is not None and found == said[0] else None
             charged = {f.step for f in findings if f.critical}

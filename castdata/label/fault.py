@@ -6,8 +6,8 @@ solution are used for the verdict only, never in a rationale):
 - `fault.user_stopped`: the user's last turn said yes and ended the conversation in the same breath, so the
   change it confirmed could not be made;
 - `fault.user_chose_payment`: the only wrong value of the write is the payment method, one the user was shown,
-  and the user chose it in its own words (named it, or its kind when the user holds only one of that kind): the
-  instruction's choice was never given;
+  and the user chose it in its own words (named it, or its kind when the user holds only one of that kind; a card
+  the user named by its last digits must have been shown with them): the instruction's choice was never given;
 - `fault.user_chose_target`: the only wrong values of the write are the records it acts on (an order, a
   reservation), and the user named each first, unprompted or from a choice the agent offered with the gold record
   (and said yes to a message that speaks of the write's act: a yes to a reschedule excuses no cancellation);
@@ -24,7 +24,8 @@ solution are used for the verdict only, never in a rationale):
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): the
   agent declined a gold cancellation the policy forbids, or it made, on the user's request and yes, a cancellation
   the policy allows and the gold solution never makes, or the gold solution sends compensation the user never
-  asked for (the policy forbids offering it unasked);
+  asked for in a conversation the user ended (the policy forbids offering it unasked; an agent's transfer that cut
+  the conversation short is the agent's);
 - `fault.gold_unreachable`: the agent's write used a value it was shown where the gold write of the same tool
   needs one that nothing could show (the instruction, the conversation, the database hold none).
 """
@@ -101,6 +102,9 @@ def _shown(trajectory: Trajectory, step: int) -> str:
     return "\n".join(m.get("content") or "" for m in trajectory.messages[:step] if m["role"] in ("user", "tool"))
 
 
+_CARD_DIGITS = re.compile(r"\b(?:ending|ends|last (?:four|4)(?: digits)?)\D{0,12}(\d{4})\b")
+
+
 def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:
     if expected is None or expected.name != action.name:
         return False
@@ -112,8 +116,13 @@ def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expec
     if any(text not in shown for text in chosen):
         return False  # a payment the agent guessed is its own error
     user = said_by_user(trajectory.messages, step).lower()
+    digits = set(_CARD_DIGITS.findall(user))
     for text in chosen:
         kind = payment_kind(text)
+        if digits and not any(
+            str(record.get("last_four")) in digits for record, _ in shown_records(trajectory.messages, step, text)
+        ):
+            return False  # the user named a card by its last digits, and this one was never shown to hold them
         if (
             text in user
             or text.split("_")[-1] in user
@@ -295,7 +304,8 @@ def _user_asked(trajectory: Trajectory, step: int, action: Action, expected: Act
 
 def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> bool:
     """Whether the failure is the gold solution's disagreement with the policy: the agent declined a gold
-    cancellation the policy forbids, or a gold certificate the user never asked for, or the only wrong write is a
+    cancellation the policy forbids, or a gold certificate the user never asked for in a conversation the user
+    ended (an agent's transfer cut it short), or the only wrong write is a
     cancellation the policy allows, asked for and confirmed, that the gold solution never makes."""
     gold = list(trajectory.privileged.gold_actions)
     for finding in critical:
@@ -316,9 +326,10 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
             finding.signal == "replay.gold_write_missing"
             and missing is not None
             and missing.name == "send_certificate"
+            and trajectory.outcome.termination_reason == "user_stop"
             and compensation(domain, said_by_user(trajectory.messages)) == "forbidden"
         ):
-            return True  # compensation the user never asked for: the policy forbids offering it
+            return True  # compensation the user never asked for, though free to: the policy forbids offering it
     if len(critical) != 1 or critical[0].signal != "replay.write_off_gold" or critical[0].expected is not None:
         return False
     call = first_call(trajectory.messages[critical[0].step])

@@ -5,6 +5,8 @@
   otherwise only with travel insurance and a covered reason (health or weather), which the data cannot tell.
 - **airline compensation** (policy, "Compensation"): a certificate is never offered proactively, only when the user
   explicitly asks for some compensation.
+- **retail item swaps** (policy, "Modify items", "Exchange delivered order"): each item is swapped for one new item
+  of the same product: as many new items as items, no change of product type.
 
 `cancellation(domain, db, reservation_id)` says `allowed`, `forbidden` or `depends` (on the user's reason), or
 None when the domain has no such rule or the record is missing. The current time is the one the policy states.
@@ -14,10 +16,12 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from castdata.envs import Domain
+from castdata.envs.database import plain
 
 Eligibility = Literal["allowed", "forbidden", "depends"]
 _NOW = re.compile(r"current time is (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
@@ -76,3 +80,28 @@ def compensation(domain: Domain, said: str) -> Eligibility | None:
     if domain.name != "airline":
         return None
     return "allowed" if _ASKS_COMPENSATION.search(said) else "forbidden"
+
+
+@functools.cache
+def _products_of_items(domain: Domain) -> dict[str, str]:
+    """Each item id of a domain's catalogue, with the id of its product (empty for a domain without products)."""
+    products = domain.base.tables.get("products")
+    if products is None:
+        return {}
+    found = {}
+    for key in products.blobs:
+        for item in plain(products.load(key)).get("variants", {}):
+            found[item] = key
+    return found
+
+
+def item_swap(domain: Domain, item_ids: Sequence[str], new_item_ids: Sequence[str]) -> Eligibility | None:
+    """Whether the policy lets items be swapped for new ones: one new item per item, each of the same product (an
+    item left as it is changes nothing); None when the domain has no products or an id is unknown."""
+    product = _products_of_items(domain)
+    if not product or any(item not in product for item in [*item_ids, *new_item_ids]):
+        return None
+    if len(item_ids) != len(new_item_ids):
+        return "forbidden"
+    same = all(product[old] == product[new] for old, new in zip(item_ids, new_item_ids, strict=True))
+    return "allowed" if same else "forbidden"

@@ -32,6 +32,7 @@ _TOPICS = {
     "rule.cancel_not_allowed": "cancellation",
     "rule.unasked_compensation": "compensation",
     "rule.payment_unasked": "payment",
+    "rule.swap_not_allowed": "item_swap",
 }
 
 _WRONG_WRITE = "The write had to make exactly the change the user asked for and confirmed{fix}."
@@ -61,6 +62,7 @@ _REQUIRED = {
     "rule.repeated_read": "A lookup is made again only when something may have changed since its result.",
     "rule.unasked_compensation": "Compensation is never offered proactively: only after the user complains and explicitly asks for it.",
     "rule.payment_unasked": "The user provides the payment method a change pays or refunds with; the agent asks for it rather than choosing.",
+    "rule.swap_not_allowed": "Each item can only be swapped for one available new item of the same product with another option.",
 }
 _ASSESSMENT = {
     "wrong_argument": "its arguments are not the ones the conversation established, so it does not make the change the user asked for",
@@ -89,6 +91,7 @@ _ASSESSMENT = {
     "rule.repeated_read": "it repeats an earlier lookup with the same arguments, and nothing changed since its result",
     "rule.unasked_compensation": "it sends compensation the user never asked for",
     "rule.payment_unasked": "it pays or refunds with a payment method the user never named or agreed to",
+    "rule.swap_not_allowed": "its new items are not one per item of the same product",
 }
 _VALID_ASSESSMENT = {
     "write": "Valid: the change rests on the user's explicit yes to the details it uses, as the policy requires.",

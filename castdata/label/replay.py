@@ -188,17 +188,31 @@ def _base_value(domain: Domain, record: Record) -> Any:
 def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[Write]:
     """Writes that errored, changed nothing or deviated from the confirmed details, less those excused: a write
     that changes nothing is excused when the gold solution makes the very same call and it changes nothing there
-    either (the gold solution's own failing calls), as many times as the gold solution makes it. Writes are never
-    paired with gold writes by their order."""
+    either (the gold solution's own failing calls), as many times as the gold solution makes it, or when a later
+    call of the same tool on the same record went through (a retry made it good). Writes are never paired with gold
+    writes by their order."""
     failing_gold = Counter(_signature(action) for action, records in gold.writes if not records)
     found = []
-    for write in writes:
+    for index, write in enumerate(writes):
         excused = not write.changed and failing_gold[_signature(write.action)] > 0
         if excused:
             failing_gold[_signature(write.action)] -= 1
+        elif not write.changed and any(_retried(write, later) for later in writes[index + 1 :]):
+            continue
         elif not write.changed or write.step in deviating:
             found.append(write)
     return found
+
+
+def _retried(write: Write, later: Write) -> bool:
+    """Whether `later` is a retry of `write` that went through: the same tool on the same record, and a change."""
+    same = [key for key in TARGET_KEYS if key in write.action.kwargs]
+    return (
+        bool(later.changed)
+        and later.action.name == write.action.name
+        and bool(same)
+        and all(later.action.kwargs.get(key) == write.action.kwargs[key] for key in same)
+    )
 
 
 def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]]) -> Action | None:

@@ -20,6 +20,8 @@
   with a user turn);
 - `rule.cancel_not_allowed`: a cancellation the policy forbids for that record (`castdata.label.policy_rules`:
   airline's flown trips, and economy bookings older than 24 hours without a covered reason);
+- `rule.swap_not_allowed`: an item change or exchange whose new items are not one per item, each of the same
+  product with another option (retail's policy; `castdata.label.policy_rules`);
 - `rule.unasked_compensation`: a certificate sent though no user turn before it asked for compensation (airline's
   policy: never offered proactively);
 - `rule.payment_unasked`: a write that pays or refunds with a payment method nobody put to the user: the user never
@@ -42,7 +44,7 @@ from castdata.envs.reproduce import replay_record
 from castdata.label.acts import topic_words
 from castdata.label.findings import Finding
 from castdata.label.payments import names_payment, payment_ids
-from castdata.label.policy_rules import cancellation, compensation
+from castdata.label.policy_rules import cancellation, compensation, item_swap
 from castdata.messages import first_call
 from castdata.records import Action, Trajectory
 from castdata.visible import identifiers, said_by_user
@@ -157,8 +159,14 @@ def _id_values(kwargs: dict) -> list[str]:
 
 
 def ungrounded_ids(action: Action, seen: str) -> list[str]:
-    """The identifier arguments of `action` that do not occur in `seen` (what the user and the tools showed)."""
-    return [value for value in _id_values(action.kwargs) if value not in seen and value.lstrip("#") not in seen]
+    """The identifier arguments of `action` that `seen` (what the user and the tools showed) never held as a token of
+    its own: part of an email address ("yara_garcia_1905" of "yara_garcia_1905@gmail.com") was never shown as an id."""
+    return [value for value in _id_values(action.kwargs) if not _shown_as_id(value, seen)]
+
+
+def _shown_as_id(value: str, seen: str) -> bool:
+    bare = re.escape(value.lstrip("#"))
+    return re.search(rf"(?<![\w.@+-])#?{bare}(?![\w@])", seen) is not None
 
 
 _RECORD_ID = re.compile(r"#W\d{5,}|\b[a-z]+_[a-z_]*\d{4,}\b|(?<![\w.$,-])\d{8,}(?![\w.,-])")
@@ -226,6 +234,14 @@ def _cancellation_forbidden(trajectory: Trajectory, domain: Domain, step: int, a
         return False
     db = replay_record(domain, trajectory, step).db
     return cancellation(domain, db, record, said_by_user(trajectory.messages, step)) == "forbidden"
+
+
+def _swap_forbidden(domain: Domain, action: Action) -> bool:
+    """Whether `action` swaps items for new ones the policy does not allow (another product, a count that differs)."""
+    old, new = action.kwargs.get("item_ids"), action.kwargs.get("new_item_ids")
+    if not isinstance(old, list) or not isinstance(new, list):
+        return False
+    return item_swap(domain, [str(i) for i in old], [str(i) for i in new]) == "forbidden"
 
 
 def _signature(action: Action) -> str:
@@ -296,6 +312,8 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
                 findings.append(Finding(step, "rule.payment_unasked", "policy_violation", "minor"))
         if kind == "write" and _cancellation_forbidden(trajectory, domain, step, action):
             findings.append(Finding(step, "rule.cancel_not_allowed", "policy_violation", "minor"))
+        if kind == "write" and _swap_forbidden(domain, action):
+            findings.append(Finding(step, "rule.swap_not_allowed", "policy_violation", "minor"))
         if action.name == "send_certificate" and compensation(domain, said_by_user(messages, step)) == "forbidden":
             findings.append(Finding(step, "rule.unasked_compensation", "policy_violation", "minor"))
         if kind == "transfer" and not gold_transfers and not _asked_for_human_after_refusal(messages, step):

@@ -1,0 +1,61 @@
+"""Per-action policy rules (castdata.label.rules, castdata.label.policy_rules): an item swap the policy does not
+allow, and an identifier the agent saw only inside an email address, on hand-built episodes of real tasks."""
+
+from __future__ import annotations
+
+from golden.script import STOP, Script
+
+from castdata.envs import load_domain
+from castdata.label.hindsight import judge
+from castdata.label.policy_rules import item_swap
+from castdata.label.rules import ungrounded_ids
+from castdata.records import Action
+
+
+def test_an_item_swaps_for_one_new_item_of_the_same_product():
+    retail = load_domain("retail")
+    camera, cheaper_camera, lamp = "6117189161", "6700049080", "5320792178"  # retail test task 37's order
+    assert item_swap(retail, [camera], [cheaper_camera]) == "allowed"
+    assert item_swap(retail, [camera, "9851293632"], [cheaper_camera, "9851293632"]) == "allowed"  # one left as is
+    assert item_swap(retail, [camera], []) == "forbidden"  # removing an item
+    assert item_swap(retail, [camera], [lamp]) == "forbidden"  # another product
+    assert item_swap(retail, [camera], ["0000000000"]) is None  # an unknown id: the tool's error, not the rule's
+    assert item_swap(load_domain("airline"), [camera], []) is None  # no products
+
+
+def test_removing_an_item_from_a_pending_order_is_a_policy_violation():
+    """Retail test task 37 (golden retail 37.37's shape): to bring the total down, the agent first tries to remove
+    the action camera with an empty list of new items, which the policy does not allow (the tool rejects it too),
+    then makes the gold change, three items swapped for cheaper options of the same products: that one is allowed.
+    The episode succeeds."""
+    ep = Script("retail", 37)
+    ep.user("Hi, Daiki Sanchez, daikisanchez1479@example.com. My order is over my card's limit; can you lower it?")
+    *reads, gold = ep.task.actions
+    for action in reads:
+        ep.call(action.name, **action.kwargs)
+    ep.say("The priciest item is the camera, 481.5. I can remove it from #W9348897. Confirm (yes/no)?", "Yes.")
+    removal = ep.call(gold.name, **{**gold.kwargs, "item_ids": ["6117189161"], "new_item_ids": []})
+    ep.say(f"I will swap three items for cheaper options instead: {gold.kwargs}. Confirm (yes/no)?", "Yes.")
+    swap = ep.call(gold.name, **gold.kwargs)
+    ep.say("Done. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert judged.success
+
+    def signals(step: int) -> list[str]:
+        return [f.signal for j in judged.judgements if j.step == step for f in j.findings]
+
+    assert "rule.swap_not_allowed" in signals(removal)
+    assert "rule.swap_not_allowed" not in signals(swap)
+
+
+def test_an_identifier_seen_only_inside_an_email_address_was_guessed():
+    """Golden airline 24.0: the user gives only an email; the agent calls get_user_details with the email's local
+    part as the user id. Shown as an id of its own, the same value is grounded."""
+    lookup = Action(name="get_user_details", kwargs={"user_id": "yara_garcia_1905"})
+    assert ungrounded_ids(lookup, "user: my email is yara_garcia_1905@gmail.com") == ["yara_garcia_1905"]
+    assert ungrounded_ids(lookup, "user: my user id is yara_garcia_1905.") == []
+    assert ungrounded_ids(lookup, 'tool: {"user_id": "yara_garcia_1905"}') == []
+    order = Action(name="get_order_details", kwargs={"order_id": "#W9348897"})
+    assert ungrounded_ids(order, "user: it is order W9348897") == []
+    assert ungrounded_ids(order, 'tool: {"orders": ["#W9348897"]}') == []
+    assert ungrounded_ids(order, "tool: #W93488971") == ["#W9348897"]  # inside a longer id
