@@ -333,13 +333,16 @@ def _call(name: str, content: str) -> list[dict]:
     ]
 
 
-@pytest.mark.parametrize("looked_up_first", [False, True], ids=["policy restated before any data", "after a lookup"])
+@pytest.mark.parametrize(
+    "looked_up_first,reads", [(False, True), (True, True), (False, False)], ids=["before data", "after", "never reads"]
+)
 def test_an_answer_is_the_first_reply_with_a_number_and_restating_the_policy_before_any_data_is_none(
-    looked_up_first,
+    looked_up_first, reads
 ):
     """Airline 44.1's shape: asked how many bags they may take, the agent restates the policy's allowances before
     reading anything, asks for the reservation, reads it, and answers 6 (the right total is 4): the answer is the
-    error. The same restatement made after a lookup is an answer about the user's records."""
+    error. The same restatement made after a lookup is an answer about the user's records, and so is it when the
+    agent never reads any (held-out airline 44.3: it answered with the policy)."""
     messages = [
         {
             "role": "system",
@@ -354,13 +357,12 @@ def test_an_answer_is_the_first_reply_with_a_number_and_restating_the_policy_bef
         ("assistant", "As a gold member you get 3 free checked bags per economy passenger, and $50 per extra bag."),
         ("user", "My reservation is JMO1MG."),
     )[1:]
-    messages += _call("get_reservation_details", '{"cabin": "economy", "passengers": [{}, {}]}')
+    if reads:
+        messages += _call("get_reservation_details", '{"cabin": "economy", "passengers": [{}, {}]}')
     answer = len(messages)
     messages += _messages(("assistant", "You can take 6 free bags in total."), ("user", "Thanks!"))[1:]
-    assert wrong_answer(messages, len(messages), "4") == (
-        (restated if looked_up_first else answer),
-        "misread_observation",
-    )
+    expected = answer if reads and not looked_up_first else restated
+    assert wrong_answer(messages, len(messages), "4") == (expected, "misread_observation")
 
 
 def test_a_request_to_confirm_a_change_is_no_answer_past_the_first_reply():
@@ -426,3 +428,25 @@ def test_a_failed_write_retried_until_it_went_through_is_no_attempt_at_another_c
     ep.call(flights.name, **flights.kwargs)
     closing = ep.say("Your flights are changed and one checked bag is added. Anything else?", STOP)
     assert judge(ep.build()).first_error == closing
+
+
+def test_an_upgrade_offered_in_its_own_words_began_the_wrong_change_it_led_to():
+    """Held-out airline 14.1's shape (airline test task 14): the agent offers to upgrade only Noah ("Upgrading just
+    Noah to business ... $600"), the user says yes, and the write upgrades everyone, a change the gold never makes.
+    The offer speaks of the write's act in its own word ("upgrading"), so it is where the error was said."""
+    ep = Script("airline", 14)
+    ep.user("Hi, I'm chen_lee_6825. Please upgrade everyone on YAX4DR to business, $600 at most, and add 2 bags.")
+    for action in ep.task.actions[:4]:
+        ep.call(action.name, **action.kwargs)
+    ep.say("Upgrading both passengers to business costs $1200.", "Too much. Could you upgrade just Noah within $600?")
+    offer = ep.say("Upgrading just Noah to business for both flights will cost exactly $600.", "Yes, please proceed.")
+    flights = [{"flight_number": "HAT235", "date": "2024-05-18"}, {"flight_number": "HAT298", "date": "2024-05-19"}]
+    ep.call(
+        "update_reservation_flights",
+        reservation_id="YAX4DR",
+        cabin="business",
+        flights=flights,
+        payment_id="credit_card_4938634",
+    )
+    ep.say("Noah is upgraded. Anything else?", STOP)
+    assert judge(ep.build()).first_error == offer

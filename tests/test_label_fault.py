@@ -11,10 +11,10 @@ from golden.script import STOP, Script
 from castdata.label.hindsight import judge
 
 
-def _withholding(gives_it_later: bool) -> Script:
+def _withholding(gives_it_later: bool, answer: str = "I don't have my user ID with me.") -> Script:
     ep = Script("airline", 23)  # the instruction gives the user id yara_garcia_1905
     ep.user("Hi! I'd like to make some changes to my upcoming flight in reservation HXDUBJ.")
-    ep.say("To modify your reservation I need your user ID. Could you provide it?", "I don't have my user ID with me.")
+    ep.say("To modify your reservation I need your user ID. Could you provide it?", answer)
     if gives_it_later:
         ep.say("I need the user ID to proceed.", "Oh, found it: yara_garcia_1905.")
     ep.say("Unfortunately, I need the user ID to proceed with any change.", STOP)
@@ -133,6 +133,10 @@ def _bottle_swap(says_red: bool) -> Script:
     [
         (lambda: _withholding(gives_it_later=False), "fault.user_withheld_id"),
         (lambda: _paid_with_paypal(named_in_the_proposal=True), "fault.gold_payment_unspecified"),
+        (
+            lambda: _withholding(gives_it_later=False, answer="Sorry, I don't have that with me."),
+            "fault.user_withheld_id",
+        ),
         (lambda: _delay_complaint(asks_for_compensation=False), "fault.gold_against_policy"),
         (lambda: _extra_cancellation(offered_by_the_agent=False), "fault.user_asked"),
         (lambda: _bottle_swap(says_red=False), "fault.user_withheld_detail"),
@@ -140,6 +144,7 @@ def _bottle_swap(says_red: bool) -> Script:
     ids=[
         "user id withheld",
         "payment the instruction never names",
+        "user id withheld, asked for it: 'I don't have that'",
         "a gold certificate the user never asked for",
         "a record beyond the task the user named and asked for",
         "an option the user never spoke of picks the gold's item",

@@ -22,6 +22,7 @@ _TOPICS = {  # a fragment of a tool name -> the words agents use for that act
     "modify": ("modify", "change", "update", "switch"),
     "update": ("change", "update", "modify"),
     "book": ("book", "reserv"),
+    "flights": ("upgrad", "downgrad", "cabin", "reschedul"),  # a reservation's flights and cabin
     "send_certificate": ("certificate", "compensat", "voucher"),
     "baggage": ("bag",),
     "passenger": ("passenger", "name"),

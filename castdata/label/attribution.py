@@ -363,8 +363,9 @@ def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tu
     """The agent's first answer to a user question that gives another value of the required output's kind, or
     refuses. The answer is its first message after the question, before the user's next question, that gives a
     number or refuses (messages that only ask for details come first; past the first reply, one that asks to confirm
-    a change is none). A message before any tool result whose every number the
-    policy states restates the policy's rules: with no data read yet, it answers nothing about the user's records."""
+    a change is none). A message before any tool result whose every number the policy states restates the policy's
+    rules, and answers nothing about the user's records when the agent goes on to read them (an agent that never
+    does answered with the policy)."""
     kind = _number_kind(output) if _NUMBER.fullmatch(output.strip()) else None
     policy = set(_numbers(messages[0].get("content") or "")) if messages and messages[0]["role"] == "system" else set()
     for index in range(1, before):
@@ -384,7 +385,10 @@ def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tu
             if REFUSAL.search(text):
                 return reply, "wrong_refusal"
             numbers = _numbers(text)
-            if not numbers or (not any(m["role"] == "tool" for m in messages[:reply]) and set(numbers) <= policy):
+            read_later = not any(m["role"] == "tool" for m in messages[:reply]) and any(
+                m["role"] == "tool" for m in messages[reply:before]
+            )
+            if not numbers or (read_later and set(numbers) <= policy):
                 continue
             if later and ASKS_TO_CONFIRM.search(text):
                 break  # past the first reply, a request to confirm a change is no answer

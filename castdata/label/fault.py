@@ -278,16 +278,28 @@ def _payment_unspecified(trajectory: Trajectory, step: int, action: Action, expe
 _NO_USER_ID = re.compile(
     r"\b(?:don'?t|do not|can'?t|cannot) (?:have|remember|recall|find|know)\b[^.?!]{0,20}?\buser ?id\b", re.I
 )
+_NOT_AT_HAND = re.compile(  # "I don't have that information with me": the answer to a request for the id
+    r"\b(?:don'?t|do not|can'?t|cannot) (?:have|remember|recall|find|know)\b (?:that|it|this|those|them)\b", re.I
+)
 
 
 def _user_withheld_id(trajectory: Trajectory, domain: Domain) -> bool:
-    """Whether the user said it has no user id though its instruction gives one, and never gave it: the agent could
-    not authenticate it, as the policy requires before any change."""
-    instruction = trajectory.privileged.instruction
+    """Whether the user said it has no user id though its instruction gives one ("I don't have my user id", or "I
+    don't have that" to the agent's request for it), and never gave it: the agent could not authenticate it, as
+    the policy requires before any change."""
+    instruction, messages = trajectory.privileged.instruction, trajectory.messages
     ids = set(re.findall(r"\b[a-z]+_[a-z]+_\d+\b", instruction)) & set(_user_ids(domain))
-    user = [(m.get("content") or "").replace("\u2019", "'") for m in trajectory.messages if m["role"] == "user"]
+    user = [(m.get("content") or "").replace("\u2019", "'") for m in messages if m["role"] == "user"]
     given = [value for value in ids if value in instruction and not any(value in text for text in user)]
-    return bool(given) and any(_NO_USER_ID.search(text) for text in user)
+
+    def withholds(index: int) -> bool:
+        text = (messages[index].get("content") or "").replace("\u2019", "'")
+        asked = next((agent_text(messages[i]) for i in range(index - 1, 0, -1) if agent_text(messages[i])), "")
+        return bool(_NO_USER_ID.search(text)) or (
+            bool(_NOT_AT_HAND.search(text)) and re.search(r"\buser ?id\b", asked, re.I) is not None
+        )
+
+    return bool(given) and any(withholds(i) for i, m in enumerate(messages) if m["role"] == "user")
 
 
 def _user_asked(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:

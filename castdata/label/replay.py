@@ -205,14 +205,11 @@ def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[
 
 
 def _retried(write: Write, later: Write) -> bool:
-    """Whether `later` is a retry of `write` that went through: the same tool on the same record, and a change."""
-    same = [key for key in TARGET_KEYS if key in write.action.kwargs]
-    return (
-        bool(later.changed)
-        and later.action.name == write.action.name
-        and bool(same)
-        and all(later.action.kwargs.get(key) == write.action.kwargs[key] for key in same)
-    )
+    """Whether `later` is a retry of `write` that went through: the same tool on the same record (a reservation, an
+    order: the user's own id names no record, a second booking is no retry), and a change."""
+    records = record_ids(write.action)
+    same_act = later.action.name == write.action.name and record_ids(later.action) == records
+    return bool(records) and bool(later.changed) and same_act
 
 
 def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]]) -> Action | None:

@@ -165,8 +165,20 @@ def ungrounded_ids(action: Action, seen: str) -> list[str]:
 
 
 def _shown_as_id(value: str, seen: str) -> bool:
-    bare = re.escape(value.lstrip("#"))
-    return re.search(rf"(?<![\w.@+-])#?{bare}(?![\w@])", seen) is not None
+    """Whether `seen` holds `value` (a leading "#" optional) with no word, address or id character on either side."""
+    bare = value.lstrip("#")
+    start = seen.find(bare)
+    while start != -1:
+        before = start - 1 if start and seen[start - 1] != "#" else start - 2
+        end = start + len(bare)
+        if (before < 0 or not _joins(seen[before], "_.@+-")) and (end >= len(seen) or not _joins(seen[end], "_@")):
+            return True
+        start = seen.find(bare, start + 1)
+    return False
+
+
+def _joins(char: str, also: str) -> bool:
+    return char.isalnum() or char in also
 
 
 _RECORD_ID = re.compile(r"#W\d{5,}|\b[a-z]+_[a-z_]*\d{4,}\b|(?<![\w.$,-])\d{8,}(?![\w.,-])")
