@@ -8,7 +8,7 @@ from golden.script import STOP, Script
 from castdata.envs import load_domain
 from castdata.label.hindsight import judge
 from castdata.label.policy_rules import item_swap
-from castdata.label.rules import ungrounded_ids
+from castdata.label.rules import is_confirmation, ungrounded_ids
 from castdata.records import Action
 
 
@@ -59,3 +59,39 @@ def test_an_identifier_seen_only_inside_an_email_address_was_guessed():
     assert ungrounded_ids(order, "user: it is order W9348897") == []
     assert ungrounded_ids(order, 'tool: {"orders": ["#W9348897"]}') == []
     assert ungrounded_ids(order, "tool: #W93488971") == ["#W9348897"]  # inside a longer id
+
+
+def test_a_reason_that_starts_with_no_is_no_refusal():
+    assert is_confirmation("No longer needed. Yes, please cancel.")  # held-out retail 38.38
+    assert is_confirmation("No problem, go ahead.", "Shall I proceed?")
+    assert not is_confirmation("No, wait. Yes, I mean the other one.")
+
+
+def test_a_retry_after_a_write_that_failed_is_covered_by_the_same_yes():
+    """Held-out airline 26.2's shape (airline test task 26): after the user's yes, the upgrade fails on a payment id
+    the agent made up; it looks the profile up and retries with the card's real id. The retry carries on the act the
+    user confirmed; a second change on that yes would not."""
+    ep = Script("airline", 26)
+    ep.user("Hi, I'm aarav_ahmed_6699. Please upgrade M20IZO to business with my credit card ending in 7334.")
+    *_, upgrade = ep.task.actions
+    ep.call("get_reservation_details", reservation_id="M20IZO")
+    ep.say("The upgrade costs $1194 on your card ending in 7334. Confirm (yes/no)?", "Yes, please.")
+    guessed = ep.call(upgrade.name, **{**upgrade.kwargs, "payment_id": "credit_card_7334"})
+    ep.call("get_user_details", user_id="aarav_ahmed_6699")
+    retry = ep.call(upgrade.name, **upgrade.kwargs)
+    bags = ep.call(
+        "update_reservation_baggages",
+        reservation_id="M20IZO",
+        total_baggages=2,
+        nonfree_baggages=0,
+        payment_id="credit_card_9074831",
+    )
+    ep.say("Done. Anything else?", STOP)
+    judged = judge(ep.build())
+
+    def signals(step: int) -> list[str]:
+        return [f.signal for j in judged.judgements if j.step == step for f in j.findings]
+
+    assert ep.messages[guessed + 1]["content"].startswith("Error")
+    assert "rule.no_confirmation" not in signals(retry)
+    assert "rule.no_confirmation" in signals(bags)
