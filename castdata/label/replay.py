@@ -188,39 +188,39 @@ def _base_value(domain: Domain, record: Record) -> Any:
 def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[Write]:
     """Writes that errored, changed nothing or deviated from the confirmed details, less those excused: a write
     that changes nothing is excused when the gold solution makes the very same call and it changes nothing there
-    either (the gold solution's own failing calls), as many times as the gold solution makes it, or when a later
-    call of the same tool on the same record went through (a retry made it good). Writes are never paired with gold
-    writes by their order."""
+    either (the gold solution's own failing calls), as many times as the gold solution makes it. Writes are never
+    paired with gold writes by their order."""
     failing_gold = Counter(_signature(action) for action, records in gold.writes if not records)
     found = []
-    for index, write in enumerate(writes):
+    for write in writes:
         excused = not write.changed and failing_gold[_signature(write.action)] > 0
         if excused:
             failing_gold[_signature(write.action)] -= 1
-        elif not write.changed and any(_retried(write, later) for later in writes[index + 1 :]):
-            continue
         elif not write.changed or write.step in deviating:
             found.append(write)
     return found
 
 
-def _retried(write: Write, later: Write) -> bool:
-    """Whether `later` is a retry of `write` that went through: the same tool on the same record (a reservation, an
-    order: the user's own id names no record, a second booking is no retry), and a change."""
-    records = record_ids(write.action)
-    same_act = later.action.name == write.action.name and record_ids(later.action) == records
-    return bool(records) and bool(later.changed) and same_act
-
-
-def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]]) -> Action | None:
+def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]], made: list[Write]) -> Action | None:
     """The missing gold write a failed attempt stood for: the same act on the same record, else another act on
-    that record (a wrong tool), else the same act on a wrong record; never a guess by order or by another id."""
+    that record (a wrong tool), else the same act on a wrong record; never a guess by order or by another id. An
+    attempt at a gold write the agent `made` after it stood for none: the same act on the same record, differing in
+    one argument at most (a retry with the right payment)."""
 
     def same_record(gold: Action) -> bool:
         keys = [key for key in TARGET_KEYS if key in gold.kwargs]
         return bool(keys) and all(write.action.kwargs.get(key) == gold.kwargs[key] for key in keys)
 
     same_act = [gold for gold, _ in missing if gold.name == write.action.name]
+
+    def retried(later: Write) -> bool:
+        gold = later.action
+        keys = set(gold.kwargs) | set(write.action.kwargs)
+        differing = [key for key in keys if gold.kwargs.get(key) != write.action.kwargs.get(key)]
+        return later.step > write.step and gold.name == write.action.name and same_record(gold) and len(differing) <= 1
+
+    if not any(same_record(g) for g in same_act) and any(retried(g) for g in made):
+        return None
     return (
         next((g for g in same_act if same_record(g)), None)
         or next((g for g, _ in missing if same_record(g)), None)
@@ -410,7 +410,9 @@ def replay_findings(
         explained |= wrong
     done = {_signature(w.action) for w in writes if w.ok}
     missing = [(g, recs) for g, recs in gold.writes if recs & (wrong - explained) and _signature(g) not in done]
-    charged = next(((w, g) for w in _attempts(writes, gold, deviating) if (g := _aimed_at(w, missing))), None)
+    gold_calls = {_signature(g) for g, _ in gold.writes}
+    made = [w for w in writes if w.changed and _signature(w.action) in gold_calls]
+    charged = next(((w, g) for w in _attempts(writes, gold, deviating) if (g := _aimed_at(w, missing, made))), None)
     if charged is not None:
         write, expected = charged
         blocker = None if write.ok else _blocking_write(trajectory, domain, writes, write.step, expected)
