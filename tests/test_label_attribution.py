@@ -450,3 +450,22 @@ def test_an_upgrade_offered_in_its_own_words_began_the_wrong_change_it_led_to():
     )
     ep.say("Noah is upgraded. Anything else?", STOP)
     assert judge(ep.build()).first_error == offer
+
+
+@pytest.mark.parametrize("names_both", [True, False], ids=["a plan of two others", "one other: a step"])
+def test_a_change_left_out_of_a_plan_that_named_the_others_was_dropped_there(names_both):
+    """Held-out airline 30.2's shape (airline test task 30: cancel one flight of each duplicate day, FDZ0T5 and
+    HSR97W). The agent reads the profile and every reservation, then reports one duplicate day (PUNERT and HSR97W)
+    and offers to cancel one of them: FDZ0T5 was left out there. An offer that names one other reservation alone is a
+    step of a plan, so the change is dropped where the agent closed."""
+    ep = Script("airline", 30)
+    ep.user("Hi, I'm sophia_martin_4574. Do I have several flights booked on the same day? Cancel the duplicates.")
+    reads = [a for a in ep.task.actions if a.name.startswith("get_")]
+    for action in reads:
+        ep.call(action.name, **action.kwargs)
+    pair = "PUNERT and HSR97W" if names_both else "HSR97W"
+    plan = ep.say(f"You have two flights on May 22: {pair}. Would you like to cancel one of them?", "Cancel HSR97W.")
+    ep.say("I will cancel HSR97W. Confirm (yes/no)?", "Yes, please.")
+    ep.call("cancel_reservation", reservation_id="HSR97W")
+    closing = ep.say("Done. Anything else?", STOP)
+    assert judge(ep.build()).first_error == (plan if names_both else closing)

@@ -41,7 +41,7 @@ from typing import Any
 from castdata.envs import Domain
 from castdata.envs.database import BASE, plain, record_value
 from castdata.envs.reproduce import replay_record
-from castdata.label.acts import TARGET_KEYS, record_ids, specific_words
+from castdata.label.acts import TARGET_KEYS, record_ids, specific_words, topic_words
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.messages import tool_turns
@@ -288,6 +288,46 @@ def _closes(message: dict) -> bool:
     return message["role"] == "assistant" and _CLOSING.search(message.get("content") or "") is not None
 
 
+def _left_out_at(trajectory: Trajectory, gold: Action, ending: int) -> int | None:
+    """The agent's first message, after a tool result showed the needed change's record among others (a profile's
+    reservations), with a paragraph that offers the change's act for several of those others and not for it ("two
+    flights on May 22, PUNERT and HSR97W: would you like to cancel one?"), when no call after it acts on that record:
+    the plan left it out (an offer for one other record is a step of a plan, not the plan)."""
+    messages, words, wanted = trajectory.messages, topic_words(gold.name), record_ids(gold)
+    if len(wanted) != 1:
+        return None
+    record = wanted[0].lstrip("#")
+    shape = re.compile(_shape_of(record))
+    shown = next(
+        (i for i in range(1, ending) if messages[i]["role"] == "tool" and record in messages[i]["content"]), None
+    )
+    if shown is None:
+        return None
+    siblings = set(shape.findall(messages[shown]["content"])) - {record}  # the records shown with it
+    acted = [
+        step
+        for step, call in tool_turns(messages)
+        if any(record in str(call.arguments.get(k, "")) for k in TARGET_KEYS)
+    ]
+    for index in range(shown + 1, ending):
+        if messages[index]["role"] != "assistant" or messages[index].get("tool_calls"):
+            continue
+        if any(step > index for step in acted):
+            return None
+        for paragraph in (messages[index].get("content") or "").split("\n\n"):
+            others = set(shape.findall(paragraph)) & siblings
+            if len(others) > 1 and record not in paragraph and any(word in paragraph.lower() for word in words):
+                return index
+    return None
+
+
+def _shape_of(record: str) -> str:
+    """A pattern for record ids like `record`: a reservation's six capitals and digits, an order's W and digits."""
+    if re.fullmatch(r"[A-Z0-9]+", record):
+        return rf"\b[A-Z0-9]{{{len(record)}}}\b"
+    return r"\b" + re.sub(r"\d+", lambda digits: rf"\d{{{len(digits.group())}}}", re.escape(record)) + r"\b"
+
+
 def _dropped_at(trajectory: Trajectory, gold: Action, ending: int) -> int:
     """Where a needed change was dropped: the agent's first closing message ("anything else?") after the user asked
     for the change (its act in its own words, or its record), when no later call of the agent acts on that record
@@ -437,12 +477,13 @@ def replay_findings(
     if omitted:
         step, action = ending
         gold_write = next((g for g, recs in missing if recs & omitted), None)
+        left_out = _left_out_at(trajectory, gold_write, step) if gold_write is not None else None
         if gold_write is not None:
-            step = _dropped_at(trajectory, gold_write, step)
+            step = left_out if left_out is not None else _dropped_at(trajectory, gold_write, step)
         expected = gold_write
         if expected is not None and not _answered_yes(trajectory, step):
             expected = ask_to_confirm(expected)  # the change was due, but only after the user's yes
-        category = _ending_category(trajectory, domain, action)
+        category = "missed_required_action" if left_out is not None else _ending_category(trajectory, domain, action)
         findings.append(Finding(step, "replay.gold_write_missing", category, "critical", expected, gold_write))
     if trajectory.outcome.outputs_missing:
         unasked = _unconfirmed_with_outputs(trajectory, writes, unconfirmed)
