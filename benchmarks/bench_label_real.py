@@ -1,10 +1,10 @@
 """The labeler against careful human judgement, on real agents' episodes (`tests/golden_real`).
 
 Imports the golden set's tau-bench result files (GPT-4.1 retail, GPT-4o airline; see tests/golden_real/README.md)
-into a fresh run directory, labels it, and prints the agreement table: for failed episodes, where the labeler's
-first critical error falls against the hand-marked step (exact / exact on the second annotator's step / adjacent /
-wrong / none / user fault blamed / rightly no blame), the false-alarm rate on successful episodes, and the
-precision of each signal (rule or replay check) on the golden episodes.
+into a fresh run directory, labels it, and prints, for each part of the set and for both together, the agreement
+table: for failed episodes, where the labeler's first critical error falls against the hand-marked step (exact /
+exact on the second annotator's step / adjacent / wrong / none / user fault blamed / rightly no blame), the
+false-alarm rate on successful episodes, and the precision of each signal (rule or replay check).
 
     .venv/bin/python benchmarks/bench_label_real.py [--golden tests/golden_real] [--rows]
 """
@@ -18,33 +18,35 @@ import tempfile
 from pathlib import Path
 
 from castdata.imports.tau_bench import import_tau_bench
-from castdata.label.agreement import agreement, read_judgements
+from castdata.label.agreement import Agreement, agreement, read_judgements
 from castdata.label.run import label_run, read_labels
 
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden_real"
-SOURCES = {
-    "retail": "tau-bench.retail-test.gpt-4.1.golden.json.gz",
-    "airline": "tau-bench.airline-test.gpt-4o.golden.json.gz",
+# each part: its judgements, and the result files (by domain) holding its episodes
+PARTS = {
+    "part 1": (
+        "judgements.jsonl",
+        {
+            "retail": "tau-bench.retail-test.gpt-4.1.golden.json.gz",
+            "airline": "tau-bench.airline-test.gpt-4o.golden.json.gz",
+        },
+    ),
+    "part 2": (
+        "judgements-2.jsonl",
+        {
+            "retail": "tau-bench.retail-test.gpt-4.1.golden-2.json.gz",
+            "airline": "tau-bench.airline-test.gpt-4o.golden-2.json.gz",
+        },
+    ),
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--golden", type=Path, default=GOLDEN)
-    parser.add_argument("--rows", action="store_true", help="also print every failed episode and false flag")
-    args = parser.parse_args()
-    judgements = read_judgements(args.golden / "judgements.jsonl")
-    with tempfile.TemporaryDirectory() as tmp:
-        run = Path(tmp) / "run"
-        for domain, name in SOURCES.items():
-            import_tau_bench([args.golden / name], run, domain)
-        label_run(run)
-        result = agreement(judgements, read_labels(run))
+def _print(title: str, result: Agreement, rows: bool) -> None:
     failures = result.failures
     total = sum(failures.values())
-    print(f"failed episodes: {total}")
+    print(f"== {title}: failed episodes: {total}")
     for key in ("exact", "exact_other", "adjacent", "wrong", "none", "user_fault_blamed", "no_blame"):
-        print(f"  {key:18s} {failures[key]:3d}  {failures[key] / total:6.1%}")
+        print(f"  {key:18s} {failures[key]:3d}  {failures[key] / max(1, total):6.1%}")
     print(f"  first-error accuracy (exact or rightly no blame): {result.first_error_accuracy:.1%}")
     print(
         f"successful episodes: {result.successes}, with an invalid flag: {result.successes_flagged} "
@@ -52,13 +54,32 @@ def main() -> None:
         f"{result.false_alarms} ({result.false_alarms / max(1, result.successes):.1%}); flags {result.flags}, "
         f"true {result.true_flags} (precision {result.flag_precision:.1%})"
     )
-    print("signal precision on the golden episodes (right / wrong):")
+    print("signal precision (right / wrong):")
     for name, counts in sorted(result.signals.items()):
         print(f"  {name:32s} {counts['right']:3d} / {counts['wrong']:3d}")
-    if args.rows:
+    if rows:
         for row in result.rows:
             if row["class"] not in ("exact", "no_blame"):
                 print(json.dumps(row), file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--golden", type=Path, default=GOLDEN)
+    parser.add_argument("--rows", action="store_true", help="also print every failed episode and false flag")
+    args = parser.parse_args()
+    judgements = {part: read_judgements(args.golden / name) for part, (name, _) in PARTS.items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        for _, sources in PARTS.values():
+            for domain, name in sources.items():
+                import_tau_bench([args.golden / name], run, domain)
+        label_run(run)
+        labels = read_labels(run)
+    for part, judged in judgements.items():
+        _print(part, agreement(judged, labels), args.rows)
+    both = {episode: judged for part in judgements.values() for episode, judged in part.items()}
+    _print("both parts", agreement(both, labels), rows=False)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-"""The labeler against careful human judgement on real agents' episodes (tests/golden_real, judged before the
-labeler was run). The bounds are today's measured levels (benchmarks/README.md), kept as a floor: a change that
-makes labels on real trajectories worse fails here. The issue's targets (90% / 95%) are not reached yet."""
+"""The labeler against careful human judgement on real agents' episodes (tests/golden_real, both parts, each judged
+by two annotators before the labeler was run on it). The bounds are today's measured levels per part
+(benchmarks/README.md), kept as floors: a change that makes labels on real trajectories worse fails here. The
+issue's first-error target (90%) is not reached on either part; its flag precision target (95%) is on part 2 and on
+both parts together, not on part 1 alone."""
 
 from __future__ import annotations
 
@@ -13,22 +15,51 @@ from castdata.label.agreement import agreement, read_judgements
 from castdata.label.run import label_run, read_labels
 
 GOLDEN = Path(__file__).parent / "golden_real"
+# each part: its judgements, its result files (by domain), its failed and successful episodes, and today's floors
+PARTS = {
+    "part 1": (
+        "judgements.jsonl",
+        {
+            "retail": "tau-bench.retail-test.gpt-4.1.golden.json.gz",
+            "airline": "tau-bench.airline-test.gpt-4o.golden.json.gz",
+        },
+        (66, 34),
+        {"accuracy": 0.89, "close": 47, "no_blame": 15, "precision": 0.92},
+    ),
+    "part 2": (
+        "judgements-2.jsonl",
+        {
+            "retail": "tau-bench.retail-test.gpt-4.1.golden-2.json.gz",
+            "airline": "tau-bench.airline-test.gpt-4o.golden-2.json.gz",
+        },
+        (40, 30),
+        {"accuracy": 0.72, "close": 29, "no_blame": 2, "precision": 0.95},
+    ),
+}
 
 
 @pytest.fixture(scope="module")
-def scored(tmp_path_factory):
+def labelled(tmp_path_factory):
     run = tmp_path_factory.mktemp("golden-real") / "run"
-    import_tau_bench([GOLDEN / "tau-bench.retail-test.gpt-4.1.golden.json.gz"], run, "retail")
-    import_tau_bench([GOLDEN / "tau-bench.airline-test.gpt-4o.golden.json.gz"], run, "airline")
+    for _, sources, _, _ in PARTS.values():
+        for domain, name in sources.items():
+            import_tau_bench([GOLDEN / name], run, domain)
     label_run(run)
-    judgements = read_judgements(GOLDEN / "judgements.jsonl")
-    return judgements, read_labels(run), agreement(judgements, read_labels(run))
+    return read_labels(run)
+
+
+@pytest.fixture(scope="module", params=sorted(PARTS))
+def scored(request, labelled):
+    judgements = read_judgements(GOLDEN / PARTS[request.param][0])
+    labels = {episode: items for episode, items in labelled.items() if episode in judgements}
+    return request.param, judgements, labels, agreement(judgements, labels)
 
 
 def test_the_golden_set_is_what_its_readme_says(scored):
-    judgements, labels, _ = scored
+    part, judgements, labels, _ = scored
+    failed, succeeded = PARTS[part][2]
     outcomes = [j["outcome"] for j in judgements.values()]
-    assert outcomes.count("failure") == 66 and outcomes.count("success") == 34
+    assert outcomes.count("failure") == failed and outcomes.count("success") == succeeded
     assert all(len(j["annotations"]) == 2 for j in judgements.values())
     assert set(labels) == set(judgements)  # every judged episode reproduces and is labelled
     for episode, judged in judgements.items():  # the recomputed outcome is the one the annotators judged
@@ -37,23 +68,23 @@ def test_the_golden_set_is_what_its_readme_says(scored):
 
 
 def test_first_errors_fall_on_the_hand_marked_step(scored):
-    result = scored[2]
-    failures = result.failures
-    assert sum(failures.values()) == 66
-    assert result.first_error_accuracy >= 0.86, dict(failures)
-    assert failures["exact"] + failures["exact_other"] + failures["adjacent"] >= 45
-    assert failures["no_blame"] >= 15  # user- and task-caused failures recognised, no agent action blamed
+    part, _, _, result = scored
+    floors, failures = PARTS[part][3], result.failures
+    assert sum(failures.values()) == PARTS[part][2][0]
+    assert result.first_error_accuracy >= floors["accuracy"], dict(failures)
+    assert failures["exact"] + failures["exact_other"] + failures["adjacent"] >= floors["close"]
+    assert failures["no_blame"] >= floors["no_blame"]  # user- and task-caused failures recognised, no agent blamed
 
 
 def test_few_false_alarms_on_successful_episodes(scored):
-    result = scored[2]
-    assert result.successes == 34
-    assert result.flag_precision >= 0.88, (result.flags, result.true_flags)
+    part, _, _, result = scored
+    assert result.successes == PARTS[part][2][1]
+    assert result.flag_precision >= PARTS[part][3]["precision"], (result.flags, result.true_flags)
     assert result.false_alarms <= 0.05 * result.successes  # a success with a flag no annotator calls a violation
 
 
 def test_user_fault_episodes_blame_no_action_and_train_nothing(scored):
-    _, labels, _ = scored
+    _, _, labels, _ = scored
     faulted = [episode for episode, items in labels.items() if any(label.user_fault for label in items)]
     assert faulted
     for episode in faulted:
@@ -64,7 +95,7 @@ def test_user_fault_episodes_blame_no_action_and_train_nothing(scored):
 
 
 def test_real_rationales_never_speak_of_the_outcome(scored):
-    _, labels, _ = scored
+    _, _, labels, _ = scored
     words = ("episode succeeded", "episode failed", "the outcome", "task succeeded", "reward", "hindsight")
     for items in labels.values():
         for label in items:
