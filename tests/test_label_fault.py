@@ -207,3 +207,28 @@ def test_a_certificate_sent_without_the_user_asking_is_flagged_even_when_the_epi
     assert judged.success
     signals = [f.signal for j in judged.judgements if j.step == step for f in j.findings]
     assert ("rule.unasked_compensation" in signals) == (not asks)
+
+
+@pytest.mark.parametrize("cancels_first", [False, True], ids=["the booking alone", "and a forbidden cancellation"])
+def test_a_gold_write_no_agent_could_make_is_the_tasks_fault_unless_another_write_went_wrong(cancels_first):
+    """Airline test task 25: the gold booking gives the passenger a birth date no record holds (1985-04-04; the
+    profile says 1981-05-26), so a booking with the profile's date is the task's fault. Held-out airline 25.1's
+    shape: an agent that also cancelled M20IZO, which the policy forbids (economy, no insurance, booked days ago),
+    made an error of its own, and it is blamed."""
+    ep = Script("airline", 25)
+    ep.user("Hi, I'm aarav_ahmed_6699. Cancel my May 22 JFK to MCO flight, then book JFK to SFO on May 24.")
+    ep.call("get_user_details", user_id="aarav_ahmed_6699")
+    if cancels_first:
+        ep.call("get_reservation_details", reservation_id="M20IZO")
+        ep.say("I will cancel M20IZO. Confirm (yes/no)?", "Yes.")
+        ep.call("cancel_reservation", reservation_id="M20IZO")
+    (booking,) = ep.task.actions
+    ep.say("I will book HAT069 and HAT258 on May 24 for Aarav Ahmed, born 1981-05-26, $290. Confirm (yes/no)?", "Yes.")
+    passenger = {"first_name": "Aarav", "last_name": "Ahmed", "dob": "1981-05-26"}
+    ep.call(booking.name, **{**booking.kwargs, "passengers": [passenger]})
+    ep.say("Done. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert not judged.success
+    assert (judged.fault, judged.first_error is None) == (
+        (None, False) if cancels_first else ("fault.gold_unreachable", True)
+    )

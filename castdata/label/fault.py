@@ -26,7 +26,7 @@ solution are used for the verdict only, never in a rationale):
   the policy allows and the gold solution never makes, or the gold solution sends compensation the user never
   asked for in a conversation the user ended (the policy forbids offering it unasked; an agent's transfer that cut
   the conversation short is the agent's);
-- `fault.gold_unreachable`: the agent's write used a value it was shown where the gold write of the same tool
+- `fault.gold_unreachable`: each wrong write used a value it was shown where the gold write of the same tool
   needs one that nothing could show (the instruction, the conversation, the database hold none).
 """
 
@@ -74,27 +74,29 @@ def _user_ids(domain: Domain) -> frozenset[str]:
 
 
 def gold_unreachable(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> bool:
-    """Whether a wrong write got a value right the only way it could: the gold write of the same tool needs, for
-    that argument, a value neither the instruction, the conversation nor the database holds, while the agent's
-    value was shown to it."""
+    """Whether every wrong write got a value right the only way it could: the gold write of the same tool needs, for
+    an argument, a value neither the instruction, the conversation nor the database holds, while the agent's value
+    was shown to it (a wrong write of another kind, a cancellation the gold never makes, is the agent's own)."""
     messages = trajectory.messages
     seen = "\n".join(
         [trajectory.privileged.instruction, domain.policy] + [json.dumps(m.get("content")) for m in messages]
     )
-    for finding in critical:
+
+    def unreachable(finding: Finding) -> bool:
         call = first_call(messages[finding.step])
         gold = finding.expected
         if call is None or gold is None or gold.name != call.name:
-            continue
+            return False
         agent = call.arguments
         for key, value in gold.kwargs.items():
             if agent.get(key) == value:
                 continue
             hidden = [v for v in string_values(value) if v not in seen and json.dumps(v) not in _database_text(domain)]
-            shown = all(v in seen for v in string_values(agent.get(key)))
-            if hidden and shown:
+            if hidden and all(v in seen for v in string_values(agent.get(key))):
                 return True
-    return False
+        return False
+
+    return bool(critical) and all(unreachable(finding) for finding in critical)
 
 
 def _shown(trajectory: Trajectory, step: int) -> str:
