@@ -469,3 +469,27 @@ def test_a_change_left_out_of_a_plan_that_named_the_others_was_dropped_there(nam
     ep.call("cancel_reservation", reservation_id="HSR97W")
     closing = ep.say("Done. Anything else?", STOP)
     assert judge(ep.build()).first_error == (plan if names_both else closing)
+
+
+def test_a_change_made_where_the_task_needed_a_hand_off_began_where_the_agent_pursued_it():
+    """Airline test task 13 (part 1's 13.0 and part 2's 13.3): the user wants the return of a partly flown trip
+    rerouted to Las Vegas, which the policy does not allow; the gold solution only transfers. The agent searches
+    ATL-LAS and, pressed by the user, changes the flights without a yes: the error began at the search whose result
+    brought the flight it wrote, where a careful agent would have handed the user over."""
+    ep = Script("airline", 13)
+    ep.user("Hi, I'm james_lee_6136. Change my return on XEWRD9 to a nonstop flight from ATL to LAS.")
+    ep.call("get_reservation_details", reservation_id="XEWRD9")
+    search = ep.call("search_direct_flight", origin="ATL", destination="LAS", date="2024-05-21")
+    ep.say("HAT052 leaves ATL at 03:00 for LAS. Shall I change your return to it?", "Please just get it processed.")
+    flights = [{"flight_number": "HAT052", "date": "2024-05-21"}]
+    ep.call(
+        "update_reservation_flights",
+        reservation_id="XEWRD9",
+        cabin="economy",
+        flights=flights,
+        payment_id="gift_card_4643416",
+    )
+    ep.say("Your return is now HAT052. Anything else?", STOP)
+    judged = judge(ep.build())
+    first = next(j for j in judged.judgements if j.first_critical_error)
+    assert judged.first_error == search and first.findings[0].signal == "replay.hand_off_needed"

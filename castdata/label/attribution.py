@@ -26,6 +26,7 @@ from typing import Any
 from castdata.envs import Domain
 from castdata.label.acts import TARGET_KEYS, specific_words, topic_words
 from castdata.label.findings import Finding
+from castdata.label.payments import payment_kind
 from castdata.label.replay import write_category
 from castdata.label.rules import ASKS_TO_CONFIRM, ask_to_confirm, is_confirmation
 from castdata.messages import call_failed, calls, first_call, is_agent_text, tool_turns
@@ -46,6 +47,7 @@ _LACKS = re.compile(  # the user says it has no record id at hand
     re.I,
 )
 _BLANK = {"none", "no", "n/a", ""}  # an option value no message says as such ("no features")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _NUMBER = re.compile(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?(?![\w])")
 
 
@@ -279,6 +281,30 @@ def proposal_of(messages: list[dict[str, Any]], step: int) -> int | None:
     return request if request is not None and is_confirmation(answer, said) else None
 
 
+def _hand_off(trajectory: Trajectory, domain: Domain) -> Action | None:
+    """The gold solution's transfer to a human, where it makes no write: the request was beyond the agent."""
+    gold = trajectory.privileged.gold_actions
+    if any(domain.tool_kind(action.name) == "write" for action in gold):
+        return None
+    return next((action for action in gold if domain.tool_kind(action.name) == "transfer"), None)
+
+
+def _pursued_at(messages: list[dict[str, Any]], step: int, action: Action) -> int | None:
+    """The agent's first call whose result brought a value the write at `step` sets (a flight number, an item id:
+    neither its record, a payment method nor a date), where the agent began to pursue the request."""
+    own = set(targets(action))
+    values = [
+        value
+        for value in string_values(action.kwargs)
+        if value not in own and re.search(r"\d", value) and not payment_kind(value) and not _ISO_DATE.fullmatch(value)
+    ]
+    for index in range(2, step):
+        message = messages[index]
+        if message["role"] == "tool" and any(mentions(message.get("content") or "", value) for value in values):
+            return index - 1 if messages[index - 1].get("tool_calls") else None
+    return None
+
+
 def _yes_since_write(messages: list[dict[str, Any]], step: int, domain: Domain) -> bool:
     """Whether the user said yes to an agent message after the agent's latest write before `step` (the write at
     `step` carries on from that yes, though the user's latest turn is not one: it gave a detail asked for)."""
@@ -423,7 +449,15 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
             continue
         if finding.signal in ("replay.write_off_gold", "replay.write_missed_gold"):
             action = _action_at(trajectory, finding.step)
-            if action is not None and (
+            hand_off = _hand_off(trajectory, domain)
+            pursued = (
+                _pursued_at(messages, finding.step, action) if action and hand_off and not finding.expected else None
+            )
+            if pursued is not None:  # the task needed a hand-off: the error began where the agent pursued the request
+                finding = Finding(
+                    pursued, "replay.hand_off_needed", "wrong_tool", "critical", hand_off, hand_off, action
+                )
+            elif action is not None and (
                 proposal_of(messages, finding.step) is not None or _yes_since_write(messages, finding.step, domain)
             ):
                 act_wrong = finding.expected is None or finding.expected.name != action.name

@@ -20,7 +20,7 @@ solution are used for the verdict only, never in a rationale):
   gold's item only in options the user never spoke of: what picks the gold's item was never said;
 - `fault.user_asked`: the write is an act the gold solution never makes, the user asked for it, and the hidden
   instruction never speaks of such an act; or it acts on a record (an order, a reservation) no gold action
-  touches, which the user named first, asking for that act;
+  touches or names, which the user named first, asking for that act;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): the
   agent declined a gold cancellation the policy forbids, or it made, on the user's request and yes, a cancellation
   the policy allows and the gold solution never makes, or the gold solution sends compensation the user never
@@ -168,12 +168,12 @@ def _user_chose_target(
 
 
 def _user_added_record(trajectory: Trajectory, domain: Domain, step: int, action: Action) -> bool:
-    """Whether a write acts on a record no gold action touches, which the user itself named first, asking for this
-    act: a request beyond the task, carried out as asked (unless the policy forbids it)."""
+    """Whether a write acts on a record no gold action touches or names, which the user itself named first, asking
+    for this act: a request beyond the task, carried out as asked (unless the policy forbids it)."""
     acted_on = record_ids(action)
-    gold = {value for a in trajectory.privileged.gold_actions for value in string_values(a.kwargs)}
-    if not acted_on or any(record in gold for record in acted_on):
-        return False
+    gold = [value for a in trajectory.privileged.gold_actions for value in string_values(a.kwargs)]
+    if not acted_on or any(record in value for record in acted_on for value in gold):
+        return False  # a gold action touches it, or names it (a hand-off's summary)
     messages, words = trajectory.messages, topic_words(action.name)
     for record in acted_on:
         asked = next(
