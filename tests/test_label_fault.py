@@ -232,3 +232,41 @@ def test_a_gold_write_no_agent_could_make_is_the_tasks_fault_unless_another_writ
     assert (judged.fault, judged.first_error is None) == (
         (None, False) if cancels_first else ("fault.gold_unreachable", True)
     )
+
+
+@pytest.mark.parametrize("said_none_left", [True, False], ids=["the agent said none is available", "it never did"])
+def test_a_change_the_user_asked_for_after_its_instructions_condition_failed_is_the_users(said_none_left):
+    """Airline test task 27 (part 1's 27.0, part 2's 27.3): the instruction wants M20IZO changed "to a nonstop flight
+    if available", and the gold leaves it as it is. The agent says no nonstop flight is available; the user asks for
+    the earliest one-stop instead, and the agent makes that change: the user asked beyond its instruction. An agent
+    that offers the one-stop without saying the nonstop one is not there made the change on its own."""
+    ep = Script("airline", 27)
+    ep.user("Hi, I'm aarav_ahmed_6699. Cancel NQNU5R, my plans changed, and change M20IZO to a nonstop flight.")
+    cancel = ep.task.actions[0]
+    ep.call("get_reservation_details", reservation_id="NQNU5R")
+    ep.say("I will cancel NQNU5R. Confirm (yes/no)?", "Yes.")
+    ep.call(cancel.name, **cancel.kwargs)
+    ep.call("get_reservation_details", reservation_id="M20IZO")
+    ep.call("search_direct_flight", origin="JFK", destination="MCO", date="2024-05-22")
+    if said_none_left:
+        ep.say(
+            "Unfortunately, there are no nonstop flights from JFK to MCO that day.",
+            "Change it to the earliest one-stop then.",
+        )
+        ep.say("The earliest is HAT057 + HAT146, $234 more. Confirm (yes/no)?", "Yes.")
+    else:
+        ep.say(
+            "The earliest flights that day are HAT057 + HAT146, $234 more. Shall I change M20IZO?", "Yes, change it."
+        )
+    flights = [{"flight_number": "HAT057", "date": "2024-05-22"}, {"flight_number": "HAT146", "date": "2024-05-22"}]
+    ep.call(
+        "update_reservation_flights",
+        reservation_id="M20IZO",
+        cabin="economy",
+        flights=flights,
+        payment_id="credit_card_9074831",
+    )
+    ep.say("Done. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert not judged.success
+    assert (judged.fault == "fault.user_asked") == said_none_left and (judged.first_error is None) == said_none_left

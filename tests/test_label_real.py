@@ -1,8 +1,8 @@
 """The labeler against careful human judgement on real agents' episodes (tests/golden_real, both parts, each judged
 by two annotators before the labeler was run on it). The bounds are today's measured levels per part
 (benchmarks/README.md), kept as floors: a change that makes labels on real trajectories worse fails here. The
-issue's first-error target (90%) is not reached on either part; its flag precision target (95%) is on part 2 and on
-both parts together, not on part 1 alone."""
+issue's first-error target (90%) is met on part 1, not on part 2; its flag precision target (95%) is met on part 2
+and on both parts together, not on part 1 alone."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ PARTS = {
             "airline": "tau-bench.airline-test.gpt-4o.golden.json.gz",
         },
         (66, 34),
-        {"accuracy": 0.87, "close": 47, "no_blame": 14, "precision": 0.92},
+        {"accuracy": 0.90, "close": 48, "no_blame": 15, "precision": 0.92},
     ),
     "part 2": (
         "judgements-2.jsonl",
@@ -33,7 +33,7 @@ PARTS = {
             "airline": "tau-bench.airline-test.gpt-4o.golden-2.json.gz",
         },
         (40, 30),
-        {"accuracy": 0.75, "close": 30, "no_blame": 2, "precision": 0.95},
+        {"accuracy": 0.80, "close": 31, "no_blame": 3, "precision": 0.95},
     ),
 }
 

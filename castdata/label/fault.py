@@ -20,7 +20,9 @@ solution are used for the verdict only, never in a rationale):
   gold's item only in options the user never spoke of: what picks the gold's item was never said;
 - `fault.user_asked`: the write is an act the gold solution never makes, the user asked for it, and the hidden
   instruction never speaks of such an act; or it acts on a record (an order, a reservation) no gold action
-  touches or names, which the user named first, asking for that act;
+  touches or names, which the user named first, asking for that act; or it changes a record the gold never
+  writes, which the instruction wants changed only on a condition ("if available"), and the user asked for the
+  act after the agent said the condition fails;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): the
   agent declined a gold cancellation the policy forbids, or it made, on the user's request and yes, a cancellation
   the policy allows and the gold solution never makes, or the gold solution sends compensation the user never
@@ -41,6 +43,7 @@ from castdata.envs.database import plain
 from castdata.envs.reproduce import replay_record
 from castdata.label.acts import TARGET_KEYS, record_ids, topic_words
 from castdata.label.attribution import (
+    REFUSAL,
     agent_text,
     describes,
     descriptions,
@@ -304,6 +307,28 @@ def _user_withheld_id(trajectory: Trajectory, domain: Domain) -> bool:
     return bool(given) and any(withholds(i) for i, m in enumerate(messages) if m["role"] == "user")
 
 
+_CONDITION = re.compile(r"\bif (?:available|possible|there (?:is|are)|it is possible|any)\b|\bonly if\b", re.I)
+
+
+def _user_asked_past_condition(trajectory: Trajectory, domain: Domain, step: int, action: Action) -> bool:
+    """Whether a write changes a record the gold solution never writes, that the instruction wants changed only on
+    a condition ("change M20IZO to a nonstop flight if available"), after the agent said the condition fails ("no
+    nonstop flights are available") and the user asked for the act anyway: a request beyond the instruction."""
+    records, words = record_ids(action), topic_words(action.name)
+    gold_writes = [a for a in trajectory.privileged.gold_actions if domain.tool_kind(a.name) == "write"]
+    if not records or any(record in string_values(a.kwargs) for a in gold_writes for record in records):
+        return False
+    sentences = re.split(r"(?<=[.!?])\s+", trajectory.privileged.instruction)
+    if not any(_CONDITION.search(s) and any(record in s for record in records) for s in sentences):
+        return False
+    messages = trajectory.messages
+    failed = next((i for i in range(1, step) if REFUSAL.search(agent_text(messages[i]))), None)
+    return failed is not None and any(
+        messages[i]["role"] == "user" and any(word in (messages[i].get("content") or "").lower() for word in words)
+        for i in range(failed + 1, step)
+    )
+
+
 def _user_asked(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:
     if expected is not None and expected.name == action.name:
         return False
@@ -400,8 +425,10 @@ def user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str
         return "fault.user_chose_target"
     if _user_left_open(trajectory, finding.step, action, finding.expected):
         return "fault.user_withheld_detail"
-    if _user_asked(trajectory, finding.step, action, finding.expected) or _user_added_record(
-        trajectory, domain, finding.step, action
+    if (
+        _user_asked(trajectory, finding.step, action, finding.expected)
+        or _user_added_record(trajectory, domain, finding.step, action)
+        or _user_asked_past_condition(trajectory, domain, finding.step, action)
     ):
         return "fault.user_asked"
     return None
