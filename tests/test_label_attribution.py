@@ -402,15 +402,8 @@ def test_a_wrong_option_picked_after_a_listing_began_at_the_offer_the_user_said_
         "Yes, let's go with economy for this option.",
     )
     ep.say("To update: HAT229 and HAT266 in economy, $239. Which payment method should I use?", "My gift_card_6276644.")
-    kept = [{"flight_number": "HAT078", "date": "2024-05-27"}, {"flight_number": "HAT118", "date": "2024-05-27"}]
-    picked = [{"flight_number": "HAT229", "date": "2024-05-27"}, {"flight_number": "HAT266", "date": "2024-05-27"}]
-    ep.call(
-        "update_reservation_flights",
-        reservation_id="OBUT9V",
-        cabin="economy",
-        flights=kept + picked,
-        payment_id="gift_card_6276644",
-    )
+    legs = [("HAT078", "2024-05-27"), ("HAT118", "2024-05-27"), ("HAT229", "2024-05-27"), ("HAT266", "2024-05-27")]
+    ep.change_flights("OBUT9V", "economy", legs, "gift_card_6276644")
     ep.say("HAT229 has no economy seat left. Anything else?", STOP)
     assert judge(ep.build()).first_error == (offer if listed_both else listing)
 
@@ -440,14 +433,7 @@ def test_an_upgrade_offered_in_its_own_words_began_the_wrong_change_it_led_to():
         ep.call(action.name, **action.kwargs)
     ep.say("Upgrading both passengers to business costs $1200.", "Too much. Could you upgrade just Noah within $600?")
     offer = ep.say("Upgrading just Noah to business for both flights will cost exactly $600.", "Yes, please proceed.")
-    flights = [{"flight_number": "HAT235", "date": "2024-05-18"}, {"flight_number": "HAT298", "date": "2024-05-19"}]
-    ep.call(
-        "update_reservation_flights",
-        reservation_id="YAX4DR",
-        cabin="business",
-        flights=flights,
-        payment_id="credit_card_4938634",
-    )
+    ep.change_flights("YAX4DR", "business", [("HAT235", "2024-05-18"), ("HAT298", "2024-05-19")], "credit_card_4938634")
     ep.say("Noah is upgraded. Anything else?", STOP)
     assert judge(ep.build()).first_error == offer
 
@@ -481,14 +467,7 @@ def test_a_change_made_where_the_task_needed_a_hand_off_began_where_the_agent_pu
     ep.call("get_reservation_details", reservation_id="XEWRD9")
     search = ep.call("search_direct_flight", origin="ATL", destination="LAS", date="2024-05-21")
     ep.say("HAT052 leaves ATL at 03:00 for LAS. Shall I change your return to it?", "Please just get it processed.")
-    flights = [{"flight_number": "HAT052", "date": "2024-05-21"}]
-    ep.call(
-        "update_reservation_flights",
-        reservation_id="XEWRD9",
-        cabin="economy",
-        flights=flights,
-        payment_id="gift_card_4643416",
-    )
+    ep.change_flights("XEWRD9", "economy", [("HAT052", "2024-05-21")], "gift_card_4643416")
     ep.say("Your return is now HAT052. Anything else?", STOP)
     judged = judge(ep.build())
     first = next(j for j in judged.judgements if j.first_critical_error)

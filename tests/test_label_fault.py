@@ -258,14 +258,7 @@ def test_a_change_the_user_asked_for_after_its_instructions_condition_failed_is_
         ep.say(
             "The earliest flights that day are HAT057 + HAT146, $234 more. Shall I change M20IZO?", "Yes, change it."
         )
-    flights = [{"flight_number": "HAT057", "date": "2024-05-22"}, {"flight_number": "HAT146", "date": "2024-05-22"}]
-    ep.call(
-        "update_reservation_flights",
-        reservation_id="M20IZO",
-        cabin="economy",
-        flights=flights,
-        payment_id="credit_card_9074831",
-    )
+    ep.change_flights("M20IZO", "economy", [("HAT057", "2024-05-22"), ("HAT146", "2024-05-22")], "credit_card_9074831")
     ep.say("Done. Anything else?", STOP)
     judged = judge(ep.build())
     assert not judged.success

@@ -59,6 +59,13 @@ class Script:
             self.termination = "transfer"
         return step
 
+    def change_flights(self, reservation_id: str, cabin: str, legs: list[tuple[str, str]], payment_id: str) -> int:
+        """An airline flight change (`update_reservation_flights`) to (flight number, date) legs."""
+        flights = [{"flight_number": number, "date": date} for number, date in legs]
+        return self.call(
+            "update_reservation_flights", reservation_id=reservation_id, cabin=cabin, flights=flights, payment_id=payment_id
+        )
+
     def gold(self, confirm: bool = True) -> None:
         """Play the task's gold tool calls in order, asking for (and getting) a yes before each write when `confirm`."""
         for action in self.task.actions:
