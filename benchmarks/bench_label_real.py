@@ -1,7 +1,7 @@
 """The labeler against careful human judgement, on real agents' episodes (`tests/golden_real`).
 
 Imports the golden set's tau-bench result files (GPT-4.1 retail, GPT-4o airline; see tests/golden_real/README.md)
-into a fresh run directory, labels it, and prints, for each part of the set and for both together, the agreement
+into a fresh run directory, labels it, and prints, for each part of the set and for all together, the agreement
 table: for failed episodes, where the labeler's first critical error falls against the hand-marked step (exact /
 exact on the second annotator's step / adjacent / wrong / none / user fault blamed / rightly no blame), the
 false-alarm rate on successful episodes, and the precision of each signal (rule or replay check).
@@ -36,6 +36,13 @@ PARTS = {
         {
             "retail": "tau-bench.retail-test.gpt-4.1.golden-2.json.gz",
             "airline": "tau-bench.airline-test.gpt-4o.golden-2.json.gz",
+        },
+    ),
+    "part 3": (
+        "judgements-3.jsonl",
+        {
+            "retail": "tau-bench.retail-test.gpt-4.1.golden-3.json.gz",
+            "airline": "tau-bench.airline-test.gpt-4o.golden-3.json.gz",
         },
     ),
 }
@@ -78,8 +85,8 @@ def main() -> None:
         labels = read_labels(run)
     for part, judged in judgements.items():
         _print(part, agreement(judged, labels), args.rows)
-    both = {episode: judged for part in judgements.values() for episode, judged in part.items()}
-    _print("both parts", agreement(both, labels), rows=False)
+    every = {episode: judged for part in judgements.values() for episode, judged in part.items()}
+    _print("all parts", agreement(every, labels), rows=False)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
-"""The labeler against careful human judgement on real agents' episodes (tests/golden_real, both parts, each judged
-by two annotators before the labeler was run on it). The bounds are today's measured levels per part
-(benchmarks/README.md), kept as floors: a change that makes labels on real trajectories worse fails here. The
-issue's first-error target (90%) is met on part 1, not on part 2; its flag precision target (95%) is met on part 2
-and on both parts together, not on part 1 alone."""
+"""The labeler against careful human judgement on real agents' episodes (tests/golden_real: parts 1 and 2 judged by
+two annotators, part 3 by one, each before the labeler was run on it). The bounds are today's measured levels per
+part (benchmarks/README.md), kept as floors: a change that makes labels on real trajectories worse fails here. The
+issue's first-error target (90%) is met on part 1 only; its flag precision target (95%) on part 2 and on parts 1
+and 2 together."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ PARTS = {
             "airline": "tau-bench.airline-test.gpt-4o.golden.json.gz",
         },
         (66, 34),
-        {"accuracy": 0.90, "close": 48, "no_blame": 15, "precision": 0.92},
+        {"accuracy": 0.90, "close": 48, "no_blame": 15, "precision": 0.92, "false_alarms": 1},
     ),
     "part 2": (
         "judgements-2.jsonl",
@@ -33,9 +33,19 @@ PARTS = {
             "airline": "tau-bench.airline-test.gpt-4o.golden-2.json.gz",
         },
         (40, 30),
-        {"accuracy": 0.80, "close": 31, "no_blame": 3, "precision": 0.95},
+        {"accuracy": 0.80, "close": 31, "no_blame": 3, "precision": 0.95, "false_alarms": 0},
+    ),
+    "part 3": (  # one annotator; measured once on session 6's final labeler, no rule written from it
+        "judgements-3.jsonl",
+        {
+            "retail": "tau-bench.retail-test.gpt-4.1.golden-3.json.gz",
+            "airline": "tau-bench.airline-test.gpt-4o.golden-3.json.gz",
+        },
+        (34, 30),
+        {"accuracy": 0.50, "close": 15, "no_blame": 6, "precision": 0.80, "false_alarms": 3},
     ),
 }
+ANNOTATORS = {"part 1": 2, "part 2": 2, "part 3": 1}
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +70,7 @@ def test_the_golden_set_is_what_its_readme_says(scored):
     failed, succeeded = PARTS[part][2]
     outcomes = [j["outcome"] for j in judgements.values()]
     assert outcomes.count("failure") == failed and outcomes.count("success") == succeeded
-    assert all(len(j["annotations"]) == 2 for j in judgements.values())
+    assert all(len(j["annotations"]) == ANNOTATORS[part] for j in judgements.values())
     assert set(labels) == set(judgements)  # every judged episode reproduces and is labelled
     for episode, judged in judgements.items():  # the recomputed outcome is the one the annotators judged
         success = not any(label.first_critical_error or label.user_fault for label in labels[episode])
@@ -80,7 +90,7 @@ def test_few_false_alarms_on_successful_episodes(scored):
     part, _, _, result = scored
     assert result.successes == PARTS[part][2][1]
     assert result.flag_precision >= PARTS[part][3]["precision"], (result.flags, result.true_flags)
-    assert result.false_alarms <= 0.05 * result.successes  # a success with a flag no annotator calls a violation
+    assert result.false_alarms <= PARTS[part][3]["false_alarms"]  # successes with a flag no annotator lists
 
 
 def test_user_fault_episodes_blame_no_action_and_train_nothing(scored):
