@@ -12,7 +12,9 @@ change or never told a required answer. Real agents commit to the error earlier,
   not have, instead of looking the record up (`wrong_refusal`). A refusal that reports the error of the agent's
   own failed write, made since the user's last turn, rests on that write: the write is the error;
 - **a wrong answer**: a required answer never told, where the agent answered the user's question with another
-  value, or refused to (`misread_observation` / `wrong_refusal`).
+  value, or refused to (`misread_observation` / `wrong_refusal`);
+- **a request pursued that needed a hand-off**: where the gold solution only transfers the user, a write the
+  agent made instead began at the call whose result brought the value it set (`replay.hand_off_needed`).
 """
 
 from __future__ import annotations

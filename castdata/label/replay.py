@@ -214,10 +214,12 @@ def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]], made: list[
     same_act = [gold for gold, _ in missing if gold.name == write.action.name]
 
     def retried(later: Write) -> bool:
-        gold = later.action
-        keys = set(gold.kwargs) | set(write.action.kwargs)
-        differing = [key for key in keys if gold.kwargs.get(key) != write.action.kwargs.get(key)]
-        return later.step > write.step and gold.name == write.action.name and same_record(gold) and len(differing) <= 1
+        redone = later.action
+        keys = set(redone.kwargs) | set(write.action.kwargs)
+        differing = [key for key in keys if redone.kwargs.get(key) != write.action.kwargs.get(key)]
+        return (
+            later.step > write.step and redone.name == write.action.name and same_record(redone) and len(differing) <= 1
+        )
 
     if not any(same_record(g) for g in same_act) and any(retried(g) for g in made):
         return None
@@ -322,7 +324,8 @@ def _left_out_at(trajectory: Trajectory, gold: Action, ending: int) -> int | Non
 
 
 def _shape_of(record: str) -> str:
-    """A pattern for record ids like `record`: a reservation's six capitals and digits, an order's W and digits."""
+    """A pattern for record ids like `record`: as many capitals and digits (a reservation's six, an order's W and
+    seven digits); an id with other characters keeps them, with its runs of digits generalised."""
     if re.fullmatch(r"[A-Z0-9]+", record):
         return rf"\b[A-Z0-9]{{{len(record)}}}\b"
     return r"\b" + re.sub(r"\d+", lambda digits: rf"\d{{{len(digits.group())}}}", re.escape(record)) + r"\b"

@@ -22,7 +22,7 @@
 - `rule.cancel_not_allowed`: a cancellation the policy forbids for that record (`castdata.label.policy_rules`:
   airline's flown trips, and economy bookings older than 24 hours without a covered reason);
 - `rule.swap_not_allowed`: an item change or exchange whose new items are not one per item, each of the same
-  product with another option (retail's policy; `castdata.label.policy_rules`);
+  product (retail's policy; `castdata.label.policy_rules`);
 - `rule.unasked_compensation`: a certificate sent though no user turn before it asked for compensation (airline's
   policy: never offered proactively);
 - `rule.payment_unasked`: a write that pays or refunds with a payment method nobody put to the user: the user never
