@@ -49,7 +49,7 @@ _LACKS = re.compile(  # the user says it has no record id at hand
     re.I,
 )
 _BLANK = {"none", "no", "n/a", ""}  # an option value no message says as such ("no features")
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_ISO_DATE = re.compile(r"\d{4}-(\d{2})-(\d{2})")
 _NUMBER = re.compile(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?(?![\w])")
 
 
@@ -82,9 +82,6 @@ def _records(value: Any, token: str) -> list[tuple[dict[str, Any], list[dict[str
     return found
 
 
-_PAYMENT_KIND = re.compile(r"(gift_card|credit_card|paypal|certificate)_\w+$")
-
-
 def _description(record: dict[str, Any]) -> list[tuple[str, ...]]:
     """The words that name a record without its id: its price, a payment method's kind, its card's brand or last
     four digits, all its option values."""
@@ -114,9 +111,9 @@ def descriptions(messages: list[dict[str, Any]], before: int, token: str) -> lis
     for record, siblings in shown_records(messages, before, token):
         others = [words for sibling in siblings for words in _description(sibling)]
         found += [(words, others) for words in _description(record)]
-    kind = _PAYMENT_KIND.match(token)
-    if not found and kind and not _tools_said(messages, before, f"{kind.group(1)}_"):
-        found.append(((kind.group(1).replace("_", " "),), []))  # a kind of payment the user was never shown to hold
+    kind = payment_kind(token)
+    if not found and kind and token.startswith(f"{kind}_") and not _tools_said(messages, before, f"{kind}_"):
+        found.append(((kind.replace("_", " "),), []))  # a kind of payment the user was never shown to hold
     return found
 
 
@@ -260,7 +257,7 @@ def _searched_with(messages: list[dict[str, Any]], result: int, tokens: list[str
 
 def _says_date(text: str, value: str) -> bool:
     """Whether a text gives an ISO date (2024-05-20) as people say it: "May 20", "20th of May", "5/20"."""
-    found = re.fullmatch(r"\d{4}-(\d{2})-(\d{2})", value)
+    found = _ISO_DATE.fullmatch(value)
     if not found:
         return False
     month, day = int(found.group(1)), int(found.group(2))

@@ -306,11 +306,7 @@ def _left_out_at(trajectory: Trajectory, gold: Action, ending: int) -> int | Non
     if shown is None:
         return None
     siblings = set(shape.findall(messages[shown]["content"])) - {record}  # the records shown with it
-    acted = [
-        step
-        for step, call in tool_turns(messages)
-        if any(record in str(call.arguments.get(k, "")) for k in TARGET_KEYS)
-    ]
+    acted = _calls_on(messages, wanted)
     for index in range(shown + 1, ending):
         if messages[index]["role"] != "assistant" or messages[index].get("tool_calls"):
             continue
@@ -321,6 +317,13 @@ def _left_out_at(trajectory: Trajectory, gold: Action, ending: int) -> int | Non
             if len(others) > 1 and record not in paragraph and any(word in paragraph.lower() for word in words):
                 return index
     return None
+
+
+def _calls_on(messages: list[dict], records: list[str]) -> list[int]:
+    """The steps of the agent's calls that act on one of `records` (name it as their order or reservation id)."""
+    return [
+        step for step, call in tool_turns(messages) if any(str(call.arguments.get(k)) in records for k in TARGET_KEYS)
+    ]
 
 
 def _shape_of(record: str) -> str:
@@ -346,9 +349,7 @@ def _dropped_at(trajectory: Trajectory, gold: Action, ending: int) -> int:
     )
     if asked is None:
         return ending
-    touched = [
-        step for step, call in tool_turns(messages) if any(str(call.arguments.get(k)) in wanted for k in TARGET_KEYS)
-    ]
+    touched = _calls_on(messages, wanted)
     for index in range(asked + 1, ending):
         if not _closes(messages[index]):
             continue
