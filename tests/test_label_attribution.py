@@ -472,3 +472,39 @@ def test_a_change_made_where_the_task_needed_a_hand_off_began_where_the_agent_pu
     judged = judge(ep.build())
     first = next(j for j in judged.judgements if j.first_critical_error)
     assert judged.first_error == search and first.findings[0].signal == "replay.hand_off_needed"
+
+
+@pytest.mark.parametrize("refused", [True, False], ids=["refused the passenger change", "never spoke of it"])
+def test_a_change_never_made_beside_a_wrong_write_on_its_record_was_refused_where_it_was_said(refused):
+    """Airline 4.3's shape (airline test task 4): the user asks to put itself on basic economy FQ8APE, upgrade it to
+    economy and add 3 bags. The agent says a basic economy booking cannot change passengers (the policy allows it),
+    then upgrades with a card the user never chose and adds the bags. The wrong write explains the reservation's
+    payments, but not its passengers, which no agent write touched: the gold's passenger change is missing, and the
+    refusal is where the episode went wrong. An agent that never spoke of the passengers erred first at the write."""
+    ep = Script("airline", 4)
+    ep.user("Hi, I'm omar_rossi_1241. Put myself as the passenger on FQ8APE, upgrade it to economy, add 3 bags.")
+    ep.call("get_reservation_details", reservation_id="FQ8APE")
+    said = "FQ8APE is basic economy, which cannot be modified to change passengers. " if refused else ""
+    refusal = ep.say(said + "I can upgrade FQ8APE to economy and add 3 bags. Confirm (yes/no)?", "Yes.")
+    legs = [("HAT056", "2024-05-25"), ("HAT138", "2024-05-25")]
+    write = ep.change_flights("FQ8APE", "economy", legs, "credit_card_6754990")
+    ep.call(
+        "update_reservation_baggages",
+        reservation_id="FQ8APE",
+        total_baggages=3,
+        nonfree_baggages=0,
+        payment_id="gift_card_8190333",
+    )
+    ep.say("Done: economy and 3 bags. Anything else?", STOP)
+    assert judge(ep.build()).first_error == (refusal if refused else write)
+
+
+def test_a_refusal_to_tell_a_balance_the_user_said_it_wanted_to_know_is_the_wrong_answer():
+    """Airline 8.2's shape: "I'd like to know the sum of my gift card balances" asks a question without a question
+    mark, and the agent's refusal to tell it is the error where the required sum was never said."""
+    messages = _messages(
+        ("user", "Hi! I would like to know the sum of my gift card balances, please."),
+        ("assistant", "I'm unable to provide information about your gift card balances."),
+        ("user", "Alright. Then change my reservation to business."),
+    )
+    assert wrong_answer(messages, len(messages), "327") == (2, "wrong_refusal")

@@ -1,5 +1,5 @@
-"""The labeler against careful human judgement on real agents' episodes (tests/golden_real: parts 1 and 2 judged by
-two annotators, part 3 by one, each before the labeler was run on it). The bounds are today's measured levels per
+"""The labeler against careful human judgement on real agents' episodes (tests/golden_real: each part judged by two
+annotators before the labeler was run on it). The bounds are today's measured levels per
 part (benchmarks/README.md), kept as floors: a change that makes labels on real trajectories worse fails here. The
 issue's first-error target (90%) is met on part 1 only; its flag precision target (95%) on part 2 and on parts 1
 and 2 together."""
@@ -35,17 +35,17 @@ PARTS = {
         (40, 30),
         {"accuracy": 0.80, "close": 31, "no_blame": 3, "precision": 0.95, "false_alarms": 0},
     ),
-    "part 3": (  # one annotator; measured once on session 6's final labeler, no rule written from it
+    "part 3": (  # unseen by session 6's rules (50.0% / 80.0% then, one annotator); a second annotator in session 7
         "judgements-3.jsonl",
         {
             "retail": "tau-bench.retail-test.gpt-4.1.golden-3.json.gz",
             "airline": "tau-bench.airline-test.gpt-4o.golden-3.json.gz",
         },
         (34, 30),
-        {"accuracy": 0.50, "close": 15, "no_blame": 6, "precision": 0.80, "false_alarms": 3},
+        {"accuracy": 0.58, "close": 18, "no_blame": 6, "precision": 0.86, "false_alarms": 2},
     ),
 }
-ANNOTATORS = {"part 1": 2, "part 2": 2, "part 3": 1}
+ANNOTATORS = {"part 1": 2, "part 2": 2, "part 3": 2}
 
 
 @pytest.fixture(scope="module")

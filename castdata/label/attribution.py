@@ -41,7 +41,11 @@ REFUSAL = re.compile(
     r"(?:do not|don't) see any|(?:could not|couldn't) find)\b",
     re.I,
 )
-QUESTION = re.compile(r"\?|\b(?:how (?:many|much)|total|balance|tell me|let me know|what (?:is|are|was|were))\b", re.I)
+QUESTION = re.compile(  # a user turn that asks to be told something ("I'd like to know the sum of my balances")
+    r"\?|\b(?:how (?:many|much)|total|sum of|balances?|tell me|let me know|(?:like|want|need) to know|"
+    r"what (?:is|are|was|were))\b",
+    re.I,
+)
 _RECORD_ID = r"\b(?:reservation|order|booking|confirmation) ?(?:id|number|code|#)"
 _LACKS = re.compile(  # the user says it has no record id at hand
     r"\b(?:don'?t|do not|can'?t|cannot|couldn'?t) (?:have|remember|recall|find|locate|know)\b"

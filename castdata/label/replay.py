@@ -19,6 +19,8 @@ changed are compared with the gold solution's replay (privileged, used for the v
   one made too early (`wrong_sequence`, expected: the call that had to come first), and so is a gold call made
   without the gold solution's earlier call of the same tool on the same existing record (one change in two
   steps, made in one);
+- a record a wrong write explains can still lack a gold act the agent never made, on fields no agent write touched
+  (the passengers of a reservation whose flights change used the wrong card): that gold write is missing too;
 - a wrong record none of the above explains is charged to where the change was dropped: the agent's first
   closing message ("anything else?") after the user asked for it, when the agent never acted on its record again
   and the user never asked again; else to the action that ended the episode (the expected action: the missing
@@ -69,6 +71,7 @@ class GoldPath:
     states: dict[Record, frozenset]
     writes: tuple[tuple[Action, frozenset[Record]], ...]
     values: dict[Record, Any]  # each changed record's end value
+    fields: tuple[frozenset[tuple[Record, str]], ...]  # each write's changed (record, top-level field) pairs
 
 
 @functools.lru_cache(maxsize=4096)
@@ -83,8 +86,34 @@ def _gold_path(domain: Domain, gold_json: str, split: str, index: int) -> GoldPa
     final = replay.db.changes()
     values = {record: record_value(replay.db, record) for record in final}
     # the user's own gold writes (dual control) shape the path but are no agent's to pair
-    path = tuple((call.action, frozenset(call.changed)) for call in replay.calls if call.requestor != "user")
-    return GoldPath(final, {k: frozenset(v) for k, v in states.items()}, path, values)
+    agent_calls = [call for call in replay.calls if call.requestor != "user"]
+    path = tuple((call.action, frozenset(call.changed)) for call in agent_calls)
+    current: dict[Record, Any] = {}
+    fields = []
+    for call in replay.calls:
+        changed = _changed_fields(domain, current, call.values)
+        current.update(call.values)
+        if call.requestor != "user":
+            fields.append(changed)
+    return GoldPath(final, {k: frozenset(v) for k, v in states.items()}, path, values, tuple(fields))
+
+
+def _changed_fields(domain: Domain, current: dict[Record, Any], values: dict[Record, Any]) -> frozenset:
+    """The (record, top-level field) pairs a write changed, from each record's value before it (`current`, else the
+    base database's) and after it (`values`)."""
+    changed = set()
+    for record, after in values.items():
+        before = current[record] if record in current else _base_value(domain, record)
+        changed |= {(record, f) for f in _differing_fields(before, after)}
+    return frozenset(changed)
+
+
+def _differing_fields(one: Any, other: Any) -> set[str]:
+    """The top-level fields two record values differ in (every field of the one that exists, if the other does
+    not)."""
+    if not isinstance(one, dict) or not isinstance(other, dict):
+        return set((one if isinstance(one, dict) else other or {}).keys()) if one != other else set()
+    return {f for f in one.keys() | other.keys() if one.get(f) != other.get(f)}
 
 
 def gold_path(domain: Domain, trajectory: Trajectory) -> GoldPath:
@@ -178,6 +207,11 @@ def _field_on_gold(before: Any, after: Any, target: Any) -> bool:
     if isinstance(before, list) and isinstance(after, list) and isinstance(target, list):
         return all(entry in target for entry in after if entry not in before)
     return after == target
+
+
+def _end_value(domain: Domain, gold: GoldPath, record: Record) -> Any:
+    """A record's value at the end of the gold replay."""
+    return gold.values[record] if record in gold.values else _base_value(domain, record)
 
 
 def _base_value(domain: Domain, record: Record) -> Any:
@@ -423,7 +457,9 @@ def replay_findings(
     explained: set[Record] = set()
     current: dict[Record, Any] = {}
     gold_calls = {_signature(action) for action, _ in gold.writes}
+    touched: set[tuple[Record, str]] = set()  # the (record, field) pairs the agent's writes changed
     for write in writes:
+        touched |= _changed_fields(domain, current, write.values)
         off_path = (
             set()
             if _signature(write.action) in gold_calls
@@ -453,10 +489,27 @@ def replay_findings(
         findings.append(Finding(write.step, "replay.out_of_order", "wrong_sequence", "critical", expected))
         explained |= wrong
     done = {_signature(w.action) for w in writes if w.ok}
-    missing = [(g, recs) for g, recs in gold.writes if recs & (wrong - explained) and _signature(g) not in done]
+    # a record a wrong write explains can also lack a gold act the agent never made, on a field no agent write
+    # touched (the passengers, never changed, beside a flights change paid with the wrong card)
+    untouched = {
+        (record, f)
+        for record in (explained & wrong if early is None else ())
+        for f in _differing_fields(current.get(record), _end_value(domain, gold, record))
+        if (record, f) not in touched
+    }
+    acts = {w.action.name for w in writes}
+    partly = {
+        _signature(g) for (g, _), changed in zip(gold.writes, gold.fields) if changed & untouched and g.name not in acts
+    }
+    missing = [
+        (g, recs)
+        for g, recs in gold.writes
+        if (recs & (wrong - explained) or _signature(g) in partly) and _signature(g) not in done
+    ]
     gold_calls = {_signature(g) for g, _ in gold.writes}
     made = [w for w in writes if w.changed and _signature(w.action) in gold_calls]
-    charged = next(((w, g) for w in _attempts(writes, gold, deviating) if (g := _aimed_at(w, missing, made))), None)
+    tried = [(g, recs) for g, recs in missing if _signature(g) not in partly]  # an act never made was never tried
+    charged = next(((w, g) for w in _attempts(writes, gold, deviating) if (g := _aimed_at(w, tried, made))), None)
     if charged is not None:
         write, expected = charged
         blocker = None if write.ok else _blocking_write(trajectory, domain, writes, write.step, expected)
@@ -466,7 +519,7 @@ def replay_findings(
             category = write_category(write.action, expected)
             findings.append(Finding(write.step, "replay.write_missed_gold", category, "critical", expected))
         explained |= next(recs for g, recs in missing if g is expected)
-    omitted = wrong - explained
+    omitted = (wrong - explained).union(*(recs for g, recs in missing if _signature(g) in partly))
     for gold_write, records in missing:  # a needed write never made, because an earlier write made it impossible
         blocker = (
             _blocking_write(trajectory, domain, writes, len(trajectory.messages), gold_write)
@@ -480,7 +533,10 @@ def replay_findings(
             omitted -= records
     if omitted:
         step, action = ending
-        gold_write = next((g for g, recs in missing if recs & omitted), None)
+        # a change the agent never touched comes first (the other wrong records may follow from the wrong write)
+        gold_write = next((g for g, recs in missing if _signature(g) in partly and recs & omitted), None) or next(
+            (g for g, recs in missing if recs & omitted), None
+        )
         left_out = _left_out_at(trajectory, gold_write, step) if gold_write is not None else None
         if gold_write is not None:
             step = left_out if left_out is not None else _dropped_at(trajectory, gold_write, step)
