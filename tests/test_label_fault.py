@@ -210,11 +210,10 @@ def test_a_certificate_sent_without_the_user_asking_is_flagged_even_when_the_epi
 
 
 @pytest.mark.parametrize("cancels_first", [False, True], ids=["the booking alone", "and a forbidden cancellation"])
-def test_a_gold_write_no_agent_could_make_is_the_tasks_fault_unless_another_write_went_wrong(cancels_first):
+def test_a_gold_write_no_agent_could_make_is_the_tasks_fault_whatever_else_went_wrong(cancels_first):
     """Airline test task 25: the gold booking gives the passenger a birth date no record holds (1985-04-04; the
-    profile says 1981-05-26), so a booking with the profile's date is the task's fault. Held-out airline 25.1's
-    shape: an agent that also cancelled M20IZO, which the policy forbids (economy, no insurance, booked days ago),
-    made an error of its own, and it is blamed."""
+    profile says 1981-05-26), so no agent could win the episode: it is the task's fault, and no action is blamed,
+    even when the agent also cancelled M20IZO, which the policy forbids (part 3's 25.2: both annotators)."""
     ep = Script("airline", 25)
     ep.user("Hi, I'm aarav_ahmed_6699. Cancel my May 22 JFK to MCO flight, then book JFK to SFO on May 24.")
     ep.call("get_user_details", user_id="aarav_ahmed_6699")
@@ -223,15 +222,24 @@ def test_a_gold_write_no_agent_could_make_is_the_tasks_fault_unless_another_writ
         ep.say("I will cancel M20IZO. Confirm (yes/no)?", "Yes.")
         ep.call("cancel_reservation", reservation_id="M20IZO")
     (booking,) = ep.task.actions
-    ep.say("I will book HAT069 and HAT258 on May 24 for Aarav Ahmed, born 1981-05-26, $290. Confirm (yes/no)?", "Yes.")
     passenger = {"first_name": "Aarav", "last_name": "Ahmed", "dob": "1981-05-26"}
+    ep.say("I will book HAT069 and HAT258 on May 24 for Aarav Ahmed, born 1981-05-26, $290. Confirm (yes/no)?", "Yes.")
     ep.call(booking.name, **{**booking.kwargs, "passengers": [passenger]})
     ep.say("Done. Anything else?", STOP)
     judged = judge(ep.build())
     assert not judged.success
-    assert (judged.fault, judged.first_error is None) == (
-        (None, False) if cancels_first else ("fault.gold_unreachable", True)
-    )
+    assert (judged.fault, judged.first_error) == ("fault.gold_unreachable", None)
+
+
+def test_a_gold_write_every_value_of_which_a_record_holds_is_reachable():
+    """Airline test task 3's booking-free gold (a flight change and a bag): every value is in the database or the
+    conversation, so an agent that failed it is blamed."""
+    ep = Script("airline", 3)
+    ep.user("Hi, I'm sofia_kim_7287. Change my May 27 return on OBUT9V to the fastest flights and add one bag.")
+    ep.call("get_reservation_details", reservation_id="OBUT9V")
+    closing = ep.say("I cannot change these flights. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert (judged.fault, judged.first_error) == (None, closing)
 
 
 @pytest.mark.parametrize("said_none_left", [True, False], ids=["the agent said none is available", "it never did"])

@@ -28,8 +28,9 @@ solution are used for the verdict only, never in a rationale):
   the policy allows and the gold solution never makes, or the gold solution sends compensation the user never
   asked for in a conversation the user ended (the policy forbids offering it unasked; an agent's transfer that cut
   the conversation short is the agent's);
-- `fault.gold_unreachable`: each wrong write used a value it was shown where the gold write of the same tool
-  needs one that nothing could show (the instruction, the conversation, the database hold none).
+- `fault.gold_unreachable`: a wrong write used a value it was shown where the gold write of the same tool needs one
+  that nothing could show (the instruction, the conversation, the database hold none): no agent could have won
+  the episode, whatever else it did.
 """
 
 from __future__ import annotations
@@ -77,9 +78,10 @@ def _user_ids(domain: Domain) -> frozenset[str]:
 
 
 def gold_unreachable(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> bool:
-    """Whether every wrong write got a value right the only way it could: the gold write of the same tool needs, for
-    an argument, a value neither the instruction, the conversation nor the database holds, while the agent's value
-    was shown to it (a wrong write of another kind, a cancellation the gold never makes, is the agent's own)."""
+    """Whether no agent could have matched the gold solution: a wrong write used a value it was shown where the gold
+    write of the same tool needs, for that argument, one that neither the instruction, the conversation nor the
+    database holds (a passenger's birth date no record gives). The failure is the task's whatever else the agent
+    did: the episode could not have been won."""
     messages = trajectory.messages
     seen = "\n".join(
         [trajectory.privileged.instruction, domain.policy] + [json.dumps(m.get("content")) for m in messages]
@@ -99,7 +101,7 @@ def gold_unreachable(trajectory: Trajectory, domain: Domain, critical: list[Find
                 return True
         return False
 
-    return bool(critical) and all(unreachable(finding) for finding in critical)
+    return any(unreachable(finding) for finding in critical)
 
 
 def _shown(trajectory: Trajectory, step: int) -> str:
