@@ -12,11 +12,11 @@ from castdata.label.hindsight import judge
 
 
 def _withholding(gives_it_later: bool, answer: str = "I don't have my user ID with me.") -> Script:
-    ep = Script("airline", 23)  # the instruction gives the user id yara_garcia_1905
-    ep.user("Hi! I'd like to make some changes to my upcoming flight in reservation HXDUBJ.")
+    ep = Script("airline", 3)  # the instruction gives the user id sofia_kim_7287
+    ep.user("Hi! I'd like to change the return of my Houston to Denver trip.")
     ep.say("To modify your reservation I need your user ID. Could you provide it?", answer)
     if gives_it_later:
-        ep.say("I need the user ID to proceed.", "Oh, found it: yara_garcia_1905.")
+        ep.say("I need the user ID to proceed.", "Oh, found it: sofia_kim_7287.")
     ep.say("Unfortunately, I need the user ID to proceed with any change.", STOP)
     return ep
 
@@ -271,3 +271,47 @@ def test_a_change_the_user_asked_for_after_its_instructions_condition_failed_is_
     judged = judge(ep.build())
     assert not judged.success
     assert (judged.fault == "fault.user_asked") == said_none_left and (judged.first_error is None) == said_none_left
+
+
+@pytest.mark.parametrize("moves_it", [False, True], ids=["refused the new destination", "moved it, on a wrong date"])
+def test_a_gold_write_the_policy_forbids_is_the_tasks_fault_unless_the_agent_broke_the_rule_too(moves_it):
+    """Airline test task 19 (part 3's 19.2, both annotators): the gold moves the DTW-LGA round trip VA5SGQ onto
+    DTW-JFK flights, a change of destination the policy forbids, so an agent that keeps to the policy cannot win. An
+    agent that made such a change itself (part 1's 19.0: to JFK, with the return on the wrong date) broke the rule
+    too, and its own error is blamed."""
+    ep = Script("airline", 19)
+    ep.user("Hi, I'm raj_brown_5782. Change VA5SGQ to nonstop flights from DTW to JFK and back, same dates.")
+    ep.call("get_reservation_details", reservation_id="VA5SGQ")
+    if moves_it:
+        ep.say("I will change VA5SGQ to HAT169 (May 17) and HAT212 (May 20). Confirm (yes/no)?", "Yes.")
+        legs = [("HAT169", "2024-05-17"), ("HAT212", "2024-05-20")]
+        ep.change_flights("VA5SGQ", "economy", legs, "credit_card_8003957")
+    ep.say("A flight change cannot change the destination of a reservation. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert not judged.success
+    assert (judged.fault, judged.first_error is None) == (
+        (None, False) if moves_it else ("fault.gold_against_policy", True)
+    )
+
+
+@pytest.mark.parametrize("nonfree", [0, 1], ids=["added free, as the allowance says", "one charged"])
+def test_checked_bags_the_gold_charges_a_gold_member_for_are_the_tasks_fault(nonfree):
+    """Airline test task 23 (parts 2 and 3, every annotator): the gold adds 2 bags to HXDUBJ and charges both, but
+    its user is a gold member in economy, 3 bags free. An agent that adds them free kept to the policy, and cannot
+    win; one that charged a bag broke the allowance itself and is blamed."""
+    ep = Script("airline", 23)
+    ep.user("Hi, I'm yara_garcia_1905. Please add 2 checked bags to my reservation HXDUBJ.")
+    ep.call("get_user_details", user_id="yara_garcia_1905")
+    ep.call("get_reservation_details", reservation_id="HXDUBJ")
+    ep.say(f"I will add 2 checked bags to HXDUBJ, {nonfree} paid. Confirm (yes/no)?", "Yes.")
+    ep.call(
+        "update_reservation_baggages",
+        reservation_id="HXDUBJ",
+        total_baggages=2,
+        nonfree_baggages=nonfree,
+        payment_id="gift_card_6941833",
+    )
+    ep.say("Done. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert not judged.success
+    assert (judged.fault is None) == bool(nonfree) and (judged.first_error is None) == (not nonfree)

@@ -7,7 +7,7 @@ from golden.script import STOP, Script
 
 from castdata.envs import load_domain
 from castdata.label.hindsight import judge
-from castdata.label.policy_rules import item_swap
+from castdata.label.policy_rules import flight_change, item_swap, paid_bags
 from castdata.label.rules import is_confirmation, ungrounded_ids
 from castdata.records import Action
 
@@ -95,3 +95,24 @@ def test_a_retry_after_a_write_that_failed_is_covered_by_the_same_yes():
     assert ep.messages[guessed + 1]["content"].startswith("Error")
     assert "rule.no_confirmation" not in signals(retry)
     assert "rule.no_confirmation" in signals(bags)
+
+
+def test_flight_changes_and_paid_bags_follow_the_airline_policy():
+    """The airline policy's flight-change rule (basic economy never; else the same origin, destination and trip
+    type) and its bag allowance (a gold member in economy: 3 free bags per passenger), on the real database."""
+    airline = load_domain("airline")
+    db = airline.new_database()
+    round_trip = db["reservations"]["VA5SGQ"]  # DTW-LGA and back, economy
+    flights = db["flights"]
+    same = [{"flight_number": f["flight_number"], "date": f["date"]} for f in round_trip["flights"]]
+    assert flight_change(airline, round_trip, flights, same) == "allowed"  # a cabin change keeps the flights
+    to_jfk = [{"flight_number": "HAT169", "date": "2024-05-17"}, {"flight_number": "HAT033", "date": "2024-05-19"}]
+    assert flight_change(airline, round_trip, flights, to_jfk) == "forbidden"  # another destination
+    basic = db["reservations"]["FQ8APE"]  # basic economy, EWR-ORD
+    other_day = [{"flight_number": "HAT056", "date": "2024-05-26"}, {"flight_number": "HAT138", "date": "2024-05-26"}]
+    assert flight_change(airline, basic, flights, other_day) == "forbidden"
+    assert flight_change(airline, {**basic, "cabin": "economy"}, flights, other_day) == "allowed"
+    assert paid_bags(airline, db, "yara_garcia_1905", "economy", 1, 2) == 0  # gold member
+    assert paid_bags(airline, db, "yara_garcia_1905", "economy", 1, 5) == 2
+    assert paid_bags(airline, db, "no_such_user", "economy", 1, 2) is None
+    assert flight_change(load_domain("retail"), round_trip, flights, to_jfk) is None

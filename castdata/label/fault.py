@@ -23,11 +23,13 @@ solution are used for the verdict only, never in a rationale):
   touches or names, which the user named first, asking for that act; or it changes a record the gold never
   writes, which the instruction wants changed only on a condition ("if available"), and the user asked for the
   act after the agent said the condition fails;
-- `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): the
-  agent declined a gold cancellation the policy forbids, or it made, on the user's request and yes, a cancellation
-  the policy allows and the gold solution never makes, or the gold solution sends compensation the user never
-  asked for in a conversation the user ended (the policy forbids offering it unasked; an agent's transfer that cut
-  the conversation short is the agent's);
+- `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): a
+  gold write the policy forbids whatever the user says (a cancellation of a flown trip, a flight change to another
+  destination, bags charged that the allowance makes free), when the agent made no such forbidden write itself;
+  or the agent declined a gold cancellation the policy forbids for the user's reason, or it made, on the user's
+  request and yes, a cancellation the policy allows and the gold solution never makes, or the gold solution sends
+  compensation the user never asked for in a conversation the user ended (the policy forbids offering it unasked;
+  an agent's transfer that cut the conversation short is the agent's);
 - `fault.gold_unreachable`: a wrong write used a value it was shown where the gold write of the same tool needs one
   that nothing could show (the instruction, the conversation, the database hold none): no agent could have won
   the episode, whatever else it did.
@@ -39,7 +41,7 @@ import functools
 import json
 import re
 
-from castdata.envs import Domain
+from castdata.envs import Domain, Task
 from castdata.envs.database import plain
 from castdata.envs.reproduce import replay_record
 from castdata.label.acts import TARGET_KEYS, record_ids, topic_words
@@ -56,9 +58,9 @@ from castdata.label.attribution import (
 )
 from castdata.label.findings import Finding
 from castdata.label.payments import PAYMENT_KEYS, PAYMENT_WORDS, payment_kind
-from castdata.label.policy_rules import cancellation, compensation
+from castdata.label.policy_rules import cancellation, compensation, forbidden_write
 from castdata.label.rules import is_confirmation
-from castdata.messages import first_call
+from castdata.messages import first_call, tool_turns
 from castdata.records import Action, Trajectory
 from castdata.visible import said_by_user
 
@@ -343,12 +345,44 @@ def _user_asked(trajectory: Trajectory, step: int, action: Action, expected: Act
     return last_user is not None and any(word in (m["content"] or "").lower() for m in asked for word in words)
 
 
+def _forbidden_writes(domain: Domain, task: Task, actions: list[Action]) -> list[Action]:
+    """The writes among `actions`, executed in order on the task's database, that the policy forbids whatever the
+    user says (`castdata.label.policy_rules.forbidden_write`), each judged with the cabin an earlier flight change
+    set (the stored reservation keeps its booked cabin)."""
+    replay, cabins, found = domain.replay([], task=task), {}, []
+    for action in actions:
+        reservation = action.kwargs.get("reservation_id")
+        if forbidden_write(domain, replay.db, action, cabins.get(reservation)):
+            found.append(action)
+        if action.name == "update_reservation_flights" and "cabin" in action.kwargs:
+            cabins[reservation] = action.kwargs["cabin"]
+        if domain.tool_kind(action.name) == "write":
+            replay.run(action)
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _forbidden_gold_write(domain: Domain, split: str, index: int, gold_json: str) -> Action | None:
+    """The gold solution's first write the policy forbids whatever the user says."""
+    found = _forbidden_writes(domain, domain.task(split, index), [Action(**raw) for raw in json.loads(gold_json)])
+    return found[0] if found else None
+
+
 def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> bool:
-    """Whether the failure is the gold solution's disagreement with the policy: the agent declined a gold
-    cancellation the policy forbids, or a gold certificate the user never asked for in a conversation the user
-    ended (an agent's transfer cut it short), or the only wrong write is a
-    cancellation the policy allows, asked for and confirmed, that the gold solution never makes."""
+    """Whether the failure is the gold solution's disagreement with the policy: a gold write the policy forbids
+    whatever the user says (no agent that keeps to the policy could win), or the agent declined a gold cancellation
+    the policy forbids for the reason the user gave, or a gold certificate the user never asked for in a
+    conversation the user ended (an agent's transfer cut it short), or the only wrong write is a cancellation the
+    policy allows, asked for and confirmed, that the gold solution never makes."""
     gold = list(trajectory.privileged.gold_actions)
+    forbidden = _forbidden_gold_write(
+        domain, trajectory.split, trajectory.task_id, json.dumps([a.model_dump() for a in gold])
+    )
+    if forbidden is not None:
+        task = domain.task(trajectory.split, trajectory.task_id)
+        agents = _forbidden_writes(domain, task, [call.action for _, call in tool_turns(trajectory.messages)])
+        if not any(a.name == forbidden.name and record_ids(a) == record_ids(forbidden) for a in agents):
+            return True  # the gold needs a write no agent that keeps to the policy makes, and this one made none
     for finding in critical:
         missing = finding.missing or finding.expected
         if (
@@ -358,8 +392,6 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
         ):
             before = domain.replay(domain.tool_actions(gold[: gold.index(missing)] if missing in gold else [])).db
             reservation = missing.kwargs.get("reservation_id", "")
-            if cancellation(domain, before, reservation) == "forbidden":
-                return True  # forbidden whatever the user's reason: no agent that keeps to the policy makes it
             verdict = cancellation(domain, before, reservation, said_by_user(trajectory.messages))
             if verdict == "forbidden" and refusal(trajectory.messages, finding.step, missing) is not None:
                 return True  # forbidden for the reason the user gave, and the agent declined, as the policy requires

@@ -5,6 +5,10 @@
   otherwise only with travel insurance and a covered reason (health or weather), which the data cannot tell.
 - **airline compensation** (policy, "Compensation"): a certificate is never offered proactively, only when the user
   explicitly asks for some compensation.
+- **airline flight changes** (policy, "Change flights"): basic economy flights cannot be modified; other
+  reservations keep their origin, destination and trip type.
+- **airline checked bags** (policy, "Checked bag allowance"): the free bags per passenger, by the booking user's
+  membership and the cabin; each extra bag is paid.
 - **retail item swaps** (policy, "Modify items", "Exchange delivered order"): each item is swapped for one new item
   of the same product: as many new items as items, no change of product type.
 
@@ -80,6 +84,83 @@ def compensation(domain: Domain, said: str) -> Eligibility | None:
     if domain.name != "airline":
         return None
     return "allowed" if _ASKS_COMPENSATION.search(said) else "forbidden"
+
+
+def flight_change(
+    domain: Domain, reservation: dict[str, Any], table: Any, flights: Sequence[dict[str, Any]]
+) -> Eligibility | None:
+    """Whether the policy lets a reservation's flights become `flights` (flight number and date each; `table`: the
+    flights): never for basic economy (a cabin change keeps the flights), else only with the same origin,
+    destination and trip type."""
+    if domain.name != "airline":
+        return None
+    legs = [(table.get(f.get("flight_number")) or {}) for f in flights]
+    if not legs or any("origin" not in leg for leg in legs):
+        return None
+    current = [(f["flight_number"], f["date"]) for f in reservation["flights"]]
+    if [(f.get("flight_number"), f.get("date")) for f in flights] == current:
+        return "allowed"  # a cabin change
+    if reservation["cabin"] == "basic_economy":
+        return "forbidden"
+    origin, destination = reservation["origin"], reservation["destination"]
+    if reservation["flight_type"] == "one_way":
+        same = legs[0]["origin"] == origin and legs[-1]["destination"] == destination
+    else:  # a round trip goes out to its destination and comes back
+        same = legs[0]["origin"] == legs[-1]["destination"] == origin and any(
+            leg["destination"] == destination for leg in legs
+        )
+    return "allowed" if same else "forbidden"
+
+
+_ALLOWANCE = re.compile(
+    r"If the booking user is an? (\w+) member, (\d+) free checked bags? for each basic economy passenger, (\d+) free "
+    r"checked bags? for each economy passenger, and (\d+) free checked bags? for each business passenger",
+    re.I,
+)
+
+
+@functools.cache
+def _allowances(domain: Domain) -> dict[str, dict[str, int]]:
+    """The policy's free checked bags per passenger, by membership and cabin (empty when it states none)."""
+    return {
+        member.lower(): {"basic_economy": int(basic), "economy": int(economy), "business": int(business)}
+        for member, basic, economy, business in _ALLOWANCE.findall(domain.policy)
+    }
+
+
+def paid_bags(domain: Domain, db: Any, user_id: str, cabin: str, passengers: int, total: int) -> int | None:
+    """How many of `total` checked bags the policy makes paid, for `passengers` in `cabin` booked by `user_id`;
+    None when the policy states no allowance or the user or cabin is unknown."""
+    user = db["users"].get(user_id) if "users" in db else None
+    free = _allowances(domain).get(str((user or {}).get("membership", "")).lower(), {}).get(cabin)
+    return None if free is None else max(0, total - free * passengers)
+
+
+def forbidden_write(domain: Domain, db: Any, action: Any, cabin: str | None = None) -> bool:
+    """Whether the policy forbids a write on the database `db` whatever the user says: a cancellation it forbids
+    for every reason, a forbidden flight change, or checked bags charged otherwise than the allowance says (`cabin`:
+    the reservation's cabin, when a flight change set another than the stored one)."""
+    kwargs = action.kwargs
+    if action.name == "cancel_reservation":
+        return cancellation(domain, db, kwargs.get("reservation_id", "")) == "forbidden"
+    if action.name == "book_reservation":
+        passengers, cabin, user = len(kwargs.get("passengers") or []), kwargs.get("cabin", ""), kwargs.get("user_id")
+        paid = paid_bags(domain, db, user or "", cabin, passengers, kwargs.get("total_baggages", 0))
+        return paid is not None and paid != kwargs.get("nonfree_baggages", 0)
+    reservations = db["reservations"] if domain.name == "airline" and "reservations" in db else {}
+    reservation = reservations.get(kwargs.get("reservation_id", ""))
+    if reservation is None:
+        return False
+    reservation = {**reservation, "cabin": cabin or reservation["cabin"]}
+    if action.name == "update_reservation_flights":
+        return flight_change(domain, reservation, db["flights"], kwargs.get("flights") or []) == "forbidden"
+    if action.name == "update_reservation_baggages":
+        total, nonfree = kwargs.get("total_baggages", 0), kwargs.get("nonfree_baggages", 0)
+        paid = paid_bags(
+            domain, db, reservation["user_id"], reservation["cabin"], len(reservation["passengers"]), total
+        )
+        return paid is not None and not paid <= nonfree <= max(paid, reservation.get("nonfree_baggages", 0))
+    return False
 
 
 @functools.cache
