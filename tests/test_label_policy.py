@@ -89,6 +89,8 @@ def test_known_clause_ids():
         ("telecom", "authentication", "telecom.customer-privacy.data-protection.2"),
         ("airline", "payment", "airline.modify-flight.6"),
         ("retail", "payment", "retail.modify-pending-order.modify-items.3"),
+        ("airline", "flight_change", "airline.modify-flight.2"),
+        ("airline", "checked_bags", "airline.book-flight.4"),
     ],
 )
 def test_rule_topics_find_their_clause(domain, topic, clause_id):

@@ -116,3 +116,51 @@ def test_flight_changes_and_paid_bags_follow_the_airline_policy():
     assert paid_bags(airline, db, "yara_garcia_1905", "economy", 1, 5) == 2
     assert paid_bags(airline, db, "no_such_user", "economy", 1, 2) is None
     assert flight_change(load_domain("retail"), round_trip, flights, to_jfk) is None
+
+
+def _signals(judged, step: int) -> list[str]:
+    return [f.signal for j in judged.judgements if j.step == step for f in j.findings]
+
+
+def test_a_flight_change_to_another_destination_is_a_policy_violation_and_a_cabin_change_is_not():
+    """Airline test task 19: the user asks to move the DTW-LGA round trip VA5SGQ onto DTW-JFK flights. The agent
+    first upgrades the cabin on the same flights (allowed, even for basic economy), then changes the flights to
+    JFK (held-out airline 19.0's act, made at the user's request): the policy forbids a change of destination."""
+    ep = Script("airline", 19)
+    ep.user("Hi, I'm raj_brown_5782. Upgrade VA5SGQ to business, then move it to DTW-JFK nonstop flights.")
+    ep.call("get_reservation_details", reservation_id="VA5SGQ")
+    ep.say("I will upgrade VA5SGQ to business on its flights. Confirm (yes/no)?", "Yes.")
+    same = [("HAT035", "2024-05-17"), ("HAT066", "2024-05-17"), ("HAT002", "2024-05-19"), ("HAT106", "2024-05-20")]
+    upgrade = ep.change_flights("VA5SGQ", "business", same, "credit_card_8003957")
+    ep.say("I will change VA5SGQ to HAT169 (May 17) and HAT033 (May 19). Confirm (yes/no)?", "Yes.")
+    move = ep.change_flights(
+        "VA5SGQ", "business", [("HAT169", "2024-05-17"), ("HAT033", "2024-05-19")], "credit_card_8003957"
+    )
+    ep.say("Done. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert "rule.change_not_allowed" in _signals(judged, move)
+    assert "rule.change_not_allowed" not in _signals(judged, upgrade)
+
+
+def test_checked_bags_paid_beyond_the_allowance_are_miscounted():
+    """Airline test task 23: yara_garcia_1905 is a gold member in economy (3 free bags): adding 2 bags with one paid
+    miscounts them; adding them free follows the allowance."""
+    ep = Script("airline", 23)
+    ep.user("Hi, I'm yara_garcia_1905. Please add 2 checked bags to HXDUBJ, then make it 3.")
+    ep.call("get_reservation_details", reservation_id="HXDUBJ")
+    steps = []
+    for total, nonfree in ((2, 1), (3, 0)):
+        ep.say(f"I will set HXDUBJ to {total} checked bags, {nonfree} paid. Confirm (yes/no)?", "Yes.")
+        steps.append(
+            ep.call(
+                "update_reservation_baggages",
+                reservation_id="HXDUBJ",
+                total_baggages=total,
+                nonfree_baggages=nonfree,
+                payment_id="gift_card_6941833",
+            )
+        )
+    ep.say("Done. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert "rule.bags_miscounted" in _signals(judged, steps[0])
+    assert "rule.bags_miscounted" not in _signals(judged, steps[1])

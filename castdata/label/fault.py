@@ -41,7 +41,7 @@ import functools
 import json
 import re
 
-from castdata.envs import Domain, Task
+from castdata.envs import Domain
 from castdata.envs.database import plain
 from castdata.envs.reproduce import replay_record
 from castdata.label.acts import TARGET_KEYS, record_ids, topic_words
@@ -58,7 +58,7 @@ from castdata.label.attribution import (
 )
 from castdata.label.findings import Finding
 from castdata.label.payments import PAYMENT_KEYS, PAYMENT_WORDS, payment_kind
-from castdata.label.policy_rules import cancellation, compensation, forbidden_write
+from castdata.label.policy_rules import cancellation, compensation, forbidden_gold_write, forbidden_writes
 from castdata.label.rules import is_confirmation
 from castdata.messages import first_call, tool_turns
 from castdata.records import Action, Trajectory
@@ -345,29 +345,6 @@ def _user_asked(trajectory: Trajectory, step: int, action: Action, expected: Act
     return last_user is not None and any(word in (m["content"] or "").lower() for m in asked for word in words)
 
 
-def _forbidden_writes(domain: Domain, task: Task, actions: list[Action]) -> list[Action]:
-    """The writes among `actions`, executed in order on the task's database, that the policy forbids whatever the
-    user says (`castdata.label.policy_rules.forbidden_write`), each judged with the cabin an earlier flight change
-    set (the stored reservation keeps its booked cabin)."""
-    replay, cabins, found = domain.replay([], task=task), {}, []
-    for action in actions:
-        reservation = action.kwargs.get("reservation_id")
-        if forbidden_write(domain, replay.db, action, cabins.get(reservation)):
-            found.append(action)
-        if action.name == "update_reservation_flights" and "cabin" in action.kwargs:
-            cabins[reservation] = action.kwargs["cabin"]
-        if domain.tool_kind(action.name) == "write":
-            replay.run(action)
-    return found
-
-
-@functools.lru_cache(maxsize=1024)
-def _forbidden_gold_write(domain: Domain, split: str, index: int, gold_json: str) -> Action | None:
-    """The gold solution's first write the policy forbids whatever the user says."""
-    found = _forbidden_writes(domain, domain.task(split, index), [Action(**raw) for raw in json.loads(gold_json)])
-    return found[0] if found else None
-
-
 def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[Finding]) -> bool:
     """Whether the failure is the gold solution's disagreement with the policy: a gold write the policy forbids
     whatever the user says (no agent that keeps to the policy could win), or the agent declined a gold cancellation
@@ -375,12 +352,12 @@ def gold_against_policy(trajectory: Trajectory, domain: Domain, critical: list[F
     conversation the user ended (an agent's transfer cut it short), or the only wrong write is a cancellation the
     policy allows, asked for and confirmed, that the gold solution never makes."""
     gold = list(trajectory.privileged.gold_actions)
-    forbidden = _forbidden_gold_write(
+    forbidden = forbidden_gold_write(
         domain, trajectory.split, trajectory.task_id, json.dumps([a.model_dump() for a in gold])
     )
     if forbidden is not None:
         task = domain.task(trajectory.split, trajectory.task_id)
-        agents = _forbidden_writes(domain, task, [call.action for _, call in tool_turns(trajectory.messages)])
+        agents = forbidden_writes(domain, task, [call.action for _, call in tool_turns(trajectory.messages)])
         if not any(a.name == forbidden.name and record_ids(a) == record_ids(forbidden) for a in agents):
             return True  # the gold needs a write no agent that keeps to the policy makes, and this one made none
     for finding in critical:

@@ -36,6 +36,8 @@ TOPICS = {
     "authentication": re.compile(r"authenticate|obtain the user id|verify identity", re.I),
     "cancellation": re.compile(r"can be cancelled within 24 hours", re.I),
     "compensation": re.compile(r"do not proactively offer", re.I),
+    "flight_change": re.compile(r"without changing the origin, destination,? and trip type", re.I),
+    "checked_bags": re.compile(r"checked bag allowance", re.I),
     "item_swap": re.compile(r"each item can be (?:modified|exchanged) to an available new item", re.I),
     "payment": re.compile(r"user (?:must|needs to) provide (?:a|one) [\w ]*payment", re.I),
 }

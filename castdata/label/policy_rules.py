@@ -14,18 +14,22 @@
 
 `cancellation(domain, db, reservation_id)` says `allowed`, `forbidden` or `depends` (on the user's reason), or
 None when the domain has no such rule or the record is missing. The current time is the one the policy states.
+`forbidden_write` says whether a write breaks one of these rules whatever the user says, and `forbidden_writes`
+walks a sequence of calls (a gold solution, an agent's) on the task's database.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from castdata.envs import Domain
+from castdata.envs import Domain, Task
 from castdata.envs.database import plain
+from castdata.records import Action
 
 Eligibility = Literal["allowed", "forbidden", "depends"]
 _NOW = re.compile(r"current time is (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
@@ -136,7 +140,7 @@ def paid_bags(domain: Domain, db: Any, user_id: str, cabin: str, passengers: int
     return None if free is None else max(0, total - free * passengers)
 
 
-def forbidden_write(domain: Domain, db: Any, action: Any, cabin: str | None = None) -> bool:
+def forbidden_write(domain: Domain, db: Any, action: Action, cabin: str | None = None) -> bool:
     """Whether the policy forbids a write on the database `db` whatever the user says: a cancellation it forbids
     for every reason, a forbidden flight change, or checked bags charged otherwise than the allowance says (`cabin`:
     the reservation's cabin, when a flight change set another than the stored one)."""
@@ -161,6 +165,29 @@ def forbidden_write(domain: Domain, db: Any, action: Any, cabin: str | None = No
         )
         return paid is not None and not paid <= nonfree <= max(paid, reservation.get("nonfree_baggages", 0))
     return False
+
+
+def forbidden_writes(domain: Domain, task: Task, actions: list[Action]) -> list[Action]:
+    """The writes among `actions`, executed in order on the task's database, that the policy forbids whatever the
+    user says (`forbidden_write`), each judged with the cabin an earlier flight change
+    set (the stored reservation keeps its booked cabin)."""
+    replay, cabins, found = domain.replay([], task=task), {}, []
+    for action in actions:
+        reservation = action.kwargs.get("reservation_id")
+        if forbidden_write(domain, replay.db, action, cabins.get(reservation)):
+            found.append(action)
+        if action.name == "update_reservation_flights" and "cabin" in action.kwargs:
+            cabins[reservation] = action.kwargs["cabin"]
+        if domain.tool_kind(action.name) == "write":
+            replay.run(action)
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def forbidden_gold_write(domain: Domain, split: str, index: int, gold_json: str) -> Action | None:
+    """The gold solution's first write the policy forbids whatever the user says."""
+    found = forbidden_writes(domain, domain.task(split, index), [Action(**raw) for raw in json.loads(gold_json)])
+    return found[0] if found else None
 
 
 @functools.cache

@@ -21,6 +21,10 @@
   with a user turn);
 - `rule.cancel_not_allowed`: a cancellation the policy forbids for that record (`castdata.label.policy_rules`:
   airline's flown trips, and economy bookings older than 24 hours without a covered reason);
+- `rule.change_not_allowed`: a flight change the policy forbids (`castdata.label.policy_rules`: a basic economy
+  reservation's flights, or another origin, destination or trip type);
+- `rule.bags_miscounted`: checked bags added or booked with another count of paid bags than the policy's
+  allowance gives (airline's free bags by membership and cabin);
 - `rule.swap_not_allowed`: an item change or exchange whose new items are not one per item, each of the same
   product (retail's policy; `castdata.label.policy_rules`);
 - `rule.unasked_compensation`: a certificate sent though no user turn before it asked for compensation (airline's
@@ -45,8 +49,8 @@ from castdata.envs.reproduce import replay_record
 from castdata.label.acts import topic_words
 from castdata.label.findings import Finding
 from castdata.label.payments import names_payment, payment_ids
-from castdata.label.policy_rules import cancellation, compensation, item_swap
-from castdata.messages import first_call
+from castdata.label.policy_rules import cancellation, compensation, forbidden_write, item_swap
+from castdata.messages import call_failed, first_call, tool_turns
 from castdata.records import Action, Trajectory
 from castdata.visible import identifiers, said_by_user
 
@@ -251,6 +255,24 @@ def _cancellation_forbidden(trajectory: Trajectory, domain: Domain, step: int, a
     return cancellation(domain, db, record, said_by_user(trajectory.messages, step)) == "forbidden"
 
 
+def write_forbidden(trajectory: Trajectory, domain: Domain, step: int, action: Action) -> bool:
+    """Whether the policy forbids a flight change or a bag count whatever the user says, in the state the episode
+    had reached (with the cabin the agent's latest flight change of the reservation set)."""
+    if action.name not in ("update_reservation_flights", "update_reservation_baggages", "book_reservation"):
+        return False
+    reservation = action.kwargs.get("reservation_id")
+    cabins = [
+        call.arguments.get("cabin")
+        for earlier, call in tool_turns(trajectory.messages)
+        if earlier < step
+        and call.name == "update_reservation_flights"
+        and call.arguments.get("reservation_id") == reservation
+        and not call_failed(trajectory.messages, earlier)
+    ]
+    db = replay_record(domain, trajectory, step).db
+    return forbidden_write(domain, db, action, cabins[-1] if cabins else None)
+
+
 def _swap_forbidden(domain: Domain, action: Action) -> bool:
     """Whether `action` swaps items for new ones the policy does not allow (another product, a count that differs)."""
     old, new = action.kwargs.get("item_ids"), action.kwargs.get("new_item_ids")
@@ -328,6 +350,15 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
                 findings.append(Finding(step, "rule.payment_unasked", "policy_violation", "minor"))
         if kind == "write" and _cancellation_forbidden(trajectory, domain, step, action):
             findings.append(Finding(step, "rule.cancel_not_allowed", "policy_violation", "minor"))
+        if (
+            kind == "write"
+            and action.name != "cancel_reservation"
+            and write_forbidden(trajectory, domain, step, action)
+        ):
+            signal = (
+                "rule.change_not_allowed" if action.name == "update_reservation_flights" else "rule.bags_miscounted"
+            )
+            findings.append(Finding(step, signal, "policy_violation", "minor"))
         if kind == "write" and _swap_forbidden(domain, action):
             findings.append(Finding(step, "rule.swap_not_allowed", "policy_violation", "minor"))
         if action.name == "send_certificate" and compensation(domain, said_by_user(messages, step)) == "forbidden":
