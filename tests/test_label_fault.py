@@ -315,3 +315,24 @@ def test_checked_bags_the_gold_charges_a_gold_member_for_are_the_tasks_fault(non
     judged = judge(ep.build())
     assert not judged.success
     assert (judged.fault is None) == bool(nonfree) and (judged.first_error is None) == (not nonfree)
+
+
+@pytest.mark.parametrize("by_balance", [True, False], ids=["the certificate for $150", "a certificate"])
+def test_a_certificate_the_user_named_by_its_balance_is_the_users_choice(by_balance):
+    """Airline test task 32 (part 3's 32.3, both annotators): the instruction says nothing of how to pay, and the
+    gold pays the $348 booking with the $500 certificate. The user asks to use "the travel certificate for $150"
+    and the card ending in 7238 for the rest, and the agent does: the user chose that certificate by its balance
+    (it holds two). "A certificate" names neither, and the agent's pick is its own."""
+    ep = Script("airline", 32)
+    ep.user("Hi, I'm sophia_silva_7557. Book ORD to PHL on May 26, economy, for me and Kevin Smith (2001-04-12).")
+    ep.call("get_user_details", user_id="sophia_silva_7557")
+    (booking,) = [action for action in ep.task.actions if action.name == "book_reservation"]
+    which = "the travel certificate for $150" if by_balance else "a certificate"
+    ep.say("HAT271 costs $348 for two. How would you like to pay?", f"Use {which} and my card ending in 7238.")
+    ep.say("I will book HAT271 for $348: $150 certificate, $198 card ending 7238. Confirm (yes/no)?", "Yes.")
+    split = [{"payment_id": "certificate_3887113", "amount": 150}, {"payment_id": "credit_card_4196779", "amount": 198}]
+    ep.call(booking.name, **{**booking.kwargs, "payment_methods": split})
+    ep.say("Booked. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert not judged.success
+    assert (judged.fault == "fault.user_chose_payment") == by_balance and (judged.first_error is None) == by_balance

@@ -128,20 +128,27 @@ def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expec
     digits = set(_CARD_DIGITS.findall(user))
     for text in chosen:
         kind = payment_kind(text)
-        if digits and not any(
-            str(record.get("last_four")) in digits for record, _ in shown_records(trajectory.messages, step, text)
-        ):
+        records = [record for record, _ in shown_records(trajectory.messages, step, text)]
+        if digits and kind == "credit_card" and not any(str(record.get("last_four")) in digits for record in records):
             return False  # the user named a card by its last digits, and this one was never shown to hold them
         if (
             text in user
             or text.split("_")[-1] in user
             or describes(user, descriptions(trajectory.messages, step, text))
+            or (kind is not None and _named_by_balance(user, kind, records))
         ):
             continue  # the user named this very payment method (or its card's brand or last digits, and no other's)
         others = set(re.findall(rf"\b{kind}_\d+", shown)) - {text} if kind else {text}
         if kind is None or others or not any(word in user for word in PAYMENT_WORDS[kind]):
             return False  # the user named no payment of this kind, or one of several the user holds
     return True
+
+
+def _named_by_balance(user: str, kind: str, records: list[dict]) -> bool:
+    """Whether the user named a payment method by its kind and its balance ("the travel certificate for $150")."""
+    amounts = {f"{record['amount']:g}" for record in records if isinstance(record.get("amount"), (int, float))}
+    said = {number.replace(",", "") for number in re.findall(r"(?<![\w.])\$?(\d[\d,]*(?:\.\d+)?)", user)}
+    return any(word in user for word in PAYMENT_WORDS[kind]) and bool(amounts & said)
 
 
 def _user_chose_target(
