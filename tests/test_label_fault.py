@@ -336,3 +336,36 @@ def test_a_certificate_the_user_named_by_its_balance_is_the_users_choice(by_bala
     judged = judge(ep.build())
     assert not judged.success
     assert (judged.fault == "fault.user_chose_payment") == by_balance and (judged.first_error is None) == by_balance
+
+
+@pytest.mark.parametrize("offered_all", [True, False], ids=["offered for all three", "offered for one, others listed"])
+def test_a_change_the_user_turned_down_from_an_offer_for_several_records_is_the_users(offered_all):
+    """Airline test task 33 (part 3's 33.3, both annotators): the instruction wants every short reservation upgraded
+    "wherever possible". The agent cancels S61CZX as the gold does and offers business upgrades for NM1VX1, KC18K6
+    and H8Q05L; the user asks for H8Q05L only, so the other two gold upgrades are the user's choice. A message that
+    only lists the reservations and offers the upgrade for H8Q05L alone (part 2's 30.2 shape) left the others out
+    itself."""
+    ep = Script("airline", 33)
+    ep.user("Hi, I'm sophia_silva_7557. Cancel my future trips with flights over 3 hours, upgrade the others.")
+    reads = [a for a in ep.task.actions if a.name.startswith("get_")]
+    for action in reads:
+        ep.call(action.name, **action.kwargs)
+    ep.say("I will cancel S61CZX. Confirm (yes/no)?", "Yes.")
+    ep.call("cancel_reservation", reservation_id="S61CZX")
+    if offered_all:
+        listing = (
+            "Here are the options for upgrading to business class:\n\n1. NM1VX1: $637\n2. KC18K6: $846\n"
+            "3. H8Q05L: $237\n\nWhich would you like to upgrade?"
+        )
+    else:
+        listing = (
+            "Your reservations:\n\n1. NM1VX1\n2. KC18K6\n3. H8Q05L\n\n"
+            "Would you like to upgrade H8Q05L to business for $237?"
+        )
+    ep.say(listing, "Please upgrade H8Q05L to business.")
+    ep.say("I will upgrade H8Q05L to business for $237. Confirm (yes/no)?", "Yes.")
+    ep.change_flights("H8Q05L", "business", [("HAT268", "2024-05-24")], "credit_card_4196779")
+    ep.say("Done. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert not judged.success
+    assert (judged.fault == "fault.user_declined") == offered_all and (judged.first_error is None) == offered_all

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from castdata.records import Action
 
 # the record a write acts on (`line_id`: a tau2-telecom line)
@@ -13,6 +15,14 @@ def record_ids(action: Action) -> list[str]:
     return [
         str(action.kwargs[key]) for key in TARGET_KEYS if key != "user_id" and isinstance(action.kwargs.get(key), str)
     ]
+
+
+def id_shape(record: str) -> str:
+    """A pattern for record ids like `record`: as many capitals and digits (a reservation's six, an order's W and
+    seven digits); an id with other characters keeps them, with its runs of digits generalised."""
+    if re.fullmatch(r"[A-Z0-9]+", record):
+        return rf"\b[A-Z0-9]{{{len(record)}}}\b"
+    return r"\b" + re.sub(r"\d+", lambda digits: rf"\d{{{len(digits.group())}}}", re.escape(record)) + r"\b"
 
 
 _TOPICS = {  # a fragment of a tool name -> the words agents use for that act

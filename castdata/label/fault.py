@@ -23,6 +23,8 @@ solution are used for the verdict only, never in a rationale):
   touches or names, which the user named first, asking for that act; or it changes a record the gold never
   writes, which the instruction wants changed only on a condition ("if available"), and the user asked for the
   act after the agent said the condition fails;
+- `fault.user_declined`: a needed change never made, on a record the agent offered the change for among several
+  others, when the user's answer chose others only and never asked for it after;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): a
   gold write the policy forbids whatever the user says (a cancellation of a flown trip, a flight change to another
   destination, bags charged that the allowance makes free), when the agent made no such forbidden write itself;
@@ -44,7 +46,7 @@ import re
 from castdata.envs import Domain
 from castdata.envs.database import plain
 from castdata.envs.reproduce import replay_record
-from castdata.label.acts import TARGET_KEYS, record_ids, topic_words
+from castdata.label.acts import TARGET_KEYS, id_shape, record_ids, specific_words, topic_words
 from castdata.label.attribution import (
     REFUSAL,
     agent_text,
@@ -426,9 +428,42 @@ def episode_fault(
     return choices[0] if critical and all(choices) else None  # the user's choices explain every finding
 
 
+def _user_declined(trajectory: Trajectory, gold: Action) -> bool:
+    """Whether the user turned a needed change down: an agent message offered the change's act for several of the
+    user's records shown together (a profile's reservations), this one among them (no paragraph that speaks of the
+    act names others without it), and the user's answer chose others of them only, and never asked for this one
+    after (its instruction wanted them all)."""
+    messages, wanted = trajectory.messages, record_ids(gold)
+    if len(wanted) != 1:
+        return False
+    record, words = wanted[0].lstrip("#"), specific_words(gold.name)
+    shape = re.compile(id_shape(record))
+    shown = next((i for i, m in enumerate(messages) if m["role"] == "tool" and record in (m["content"] or "")), None)
+    if shown is None:
+        return False
+    siblings = set(shape.findall(messages[shown]["content"])) - {record}
+    for index in range(shown + 1, len(messages)):
+        text = agent_text(messages[index])
+        offered = set(shape.findall(text)) & siblings
+        about = [part for part in text.split("\n\n") if any(word in part.lower() for word in words)]
+        if record not in text or not offered or not about:
+            continue
+        if any(set(shape.findall(part)) & siblings and record not in part for part in about):
+            continue  # the act was offered for others: this record was only listed
+        reply = next((i for i in range(index + 1, len(messages)) if messages[i]["role"] == "user"), None)
+        if reply is None:
+            return False
+        chosen = set(shape.findall(messages[reply]["content"] or ""))
+        asked_later = any(record in (m["content"] or "") for m in messages[reply:] if m["role"] == "user")
+        return bool(chosen) and chosen <= offered and not asked_later
+    return False
+
+
 def user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str | None:
-    """The user's choice that explains a wrong write, as a `fault.*` signal, or None (not a wrong write, or one
-    the agent chose)."""
+    """The user's choice that explains a wrong write or a needed change never made, as a `fault.*` signal, or None
+    (another finding, or the agent's own choice)."""
+    if finding.signal == "replay.gold_write_missing" and finding.missing is not None:
+        return "fault.user_declined" if _user_declined(trajectory, finding.missing) else None
     if finding.signal not in ("replay.write_off_gold", "replay.write_missed_gold"):
         return None
     call = first_call(trajectory.messages[finding.step])

@@ -43,7 +43,7 @@ from typing import Any
 from castdata.envs import Domain
 from castdata.envs.database import BASE, plain, record_value
 from castdata.envs.reproduce import replay_record
-from castdata.label.acts import TARGET_KEYS, record_ids, specific_words, topic_words
+from castdata.label.acts import TARGET_KEYS, id_shape, record_ids, specific_words, topic_words
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.messages import tool_turns
@@ -333,7 +333,7 @@ def _left_out_at(trajectory: Trajectory, gold: Action, ending: int) -> int | Non
     if len(wanted) != 1:
         return None
     record = wanted[0].lstrip("#")
-    shape = re.compile(_shape_of(record))
+    shape = re.compile(id_shape(record))
     shown = next(
         (i for i in range(1, ending) if messages[i]["role"] == "tool" and record in messages[i]["content"]), None
     )
@@ -358,14 +358,6 @@ def _calls_on(messages: list[dict], records: list[str]) -> list[int]:
     return [
         step for step, call in tool_turns(messages) if any(str(call.arguments.get(k)) in records for k in TARGET_KEYS)
     ]
-
-
-def _shape_of(record: str) -> str:
-    """A pattern for record ids like `record`: as many capitals and digits (a reservation's six, an order's W and
-    seven digits); an id with other characters keeps them, with its runs of digits generalised."""
-    if re.fullmatch(r"[A-Z0-9]+", record):
-        return rf"\b[A-Z0-9]{{{len(record)}}}\b"
-    return r"\b" + re.sub(r"\d+", lambda digits: rf"\d{{{len(digits.group())}}}", re.escape(record)) + r"\b"
 
 
 def _dropped_at(trajectory: Trajectory, gold: Action, ending: int) -> int:
