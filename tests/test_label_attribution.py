@@ -508,3 +508,23 @@ def test_a_refusal_to_tell_a_balance_the_user_said_it_wanted_to_know_is_the_wron
         ("user", "Alright. Then change my reservation to business."),
     )
     assert wrong_answer(messages, len(messages), "327") == (2, "wrong_refusal")
+
+
+def test_a_refusal_is_not_undone_by_the_same_act_on_another_record():
+    """Airline 33.2's shape (airline test task 33): after the gold cancellation, the agent says the basic economy
+    reservations cannot be upgraded (the policy lets any reservation change cabin) and upgrades another one
+    instead: that upgrade goes back on nothing, the refusal stands, and it is where the episode went wrong."""
+    ep = Script("airline", 33)
+    ep.user("Hi, I'm sophia_silva_7557. Cancel S61CZX, then upgrade my other reservations to business.")
+    for action in [a for a in ep.task.actions if a.name.startswith("get_")]:
+        ep.call(action.name, **action.kwargs)
+    ep.say("I will cancel S61CZX. Confirm (yes/no)?", "Yes.")
+    ep.call("cancel_reservation", reservation_id="S61CZX")
+    refusal = ep.say(
+        "NM1VX1, KC18K6 and H8Q05L are basic economy, which cannot be modified. Shall I upgrade WUNA5K instead?",
+        "Yes.",
+    )
+    ep.say("I will upgrade WUNA5K to business. Confirm (yes/no)?", "Yes.")
+    ep.change_flights("WUNA5K", "business", [("HAT271", "2024-05-10"), ("HAT197", "2024-05-11")], "credit_card_4196779")
+    ep.say("Anything else?", STOP)
+    assert judge(ep.build()).first_error == refusal

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from castdata.envs import Domain
-from castdata.label.acts import TARGET_KEYS, specific_words, topic_words
+from castdata.label.acts import TARGET_KEYS, record_ids, specific_words, topic_words
 from castdata.label.findings import Finding
 from castdata.label.payments import payment_kind
 from castdata.label.replay import write_category
@@ -352,7 +352,7 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
             continue  # a refusal of this record, or of this act once the user asked for it
         if specific is not None and index < specific:
             continue  # said before the user asked for this very act: it refused something else
-        if looked is None or index < looked or _tried_after(messages, index, before, action.name):
+        if looked is None or index < looked or _tried_after(messages, index, before, action):
             continue
         lowered = text.lower()
         if any(mentions(text, token) for token in targets(action)) or any(word in lowered for word in words):
@@ -379,9 +379,15 @@ def insisted(messages: list[dict[str, Any]], before: int, domain: Domain) -> int
     return None
 
 
-def _tried_after(messages: list[dict[str, Any]], start: int, before: int, tool: str) -> bool:
-    """Whether the agent called `tool` between `start` and `before` (a refusal it went back on)."""
-    return any(call.name == tool for step, call in tool_turns(messages) if start < step < before)
+def _tried_after(messages: list[dict[str, Any]], start: int, before: int, action: Action) -> bool:
+    """Whether the agent made `action`'s act on its record between `start` and `before` (a refusal it went back on;
+    the act made on another record goes back on nothing)."""
+    records = record_ids(action)
+    return any(
+        call.name == action.name and record_ids(call.action) == records
+        for step, call in tool_turns(messages)
+        if start < step < before
+    )
 
 
 def _number_kind(token: str) -> str:
