@@ -528,3 +528,23 @@ def test_a_refusal_is_not_undone_by_the_same_act_on_another_record():
     ep.change_flights("WUNA5K", "business", [("HAT271", "2024-05-10"), ("HAT197", "2024-05-11")], "credit_card_4196779")
     ep.say("Anything else?", STOP)
     assert judge(ep.build()).first_error == refusal
+
+
+@pytest.mark.parametrize("listing_offers", [False, True], ids=["a listing of details", "a listing that offers it"])
+def test_a_listing_that_only_shows_the_wrong_record_offers_nothing(listing_offers):
+    """Airline 28.3's shape (airline test task 28): the agent lists the user's reservations, I6M8JQ among them (its
+    flights are flown), then offers to cancel it with others ("I6M8JQ - can be cancelled"), and cancels it on the
+    user's yes. The wrong record is the error; the listing only showed it, and the offer is where it was said. A
+    listing whose paragraph on I6M8JQ already offers its cancellation is where it began."""
+    ep = Script("airline", 28)
+    ep.user("Hi, I'm amelia_davis_8890. Please show me my reservations; I want to cancel some.")
+    ep.call("get_reservation_details", reservation_id="I6M8JQ")
+    note = " It can be cancelled." if listing_offers else ""
+    listing = ep.say(
+        f"Your reservations:\n\n1. I6M8JQ: LAS to EWR, economy, insured.{note}\n\n2. UDMOP1: SFO, basic economy.",
+        "Cancel all you can.",
+    )
+    offer = ep.say("I can cancel I6M8JQ (economy with insurance). Proceed (yes/no)?", "Yes.")
+    ep.call("cancel_reservation", reservation_id="I6M8JQ")
+    ep.say("Done. Anything else?", STOP)
+    assert judge(ep.build()).first_error == (listing if listing_offers else offer)

@@ -193,6 +193,7 @@ def said_first(
     topic: tuple[str, ...] | None = None,
     values: tuple[str, ...] = (),
     right: tuple[str, ...] = (),
+    act: tuple[str, ...] = (),
 ) -> int:
     """Where a write's error was first said: the first agent message of the unbroken run, ending with the latest
     one before `step`, that names one of `tokens` or describes one (`descriptions`) (no earlier than the latest tool result naming one: what the
@@ -202,7 +203,9 @@ def said_first(
     own `values` with a digit (the flights or items it sets, not its target), or names any of them ("business")
     where the user said yes to it and the agent asked again before acting. An earlier message that also names one of
     the `right` values (the expected write's, in place of the tokens) ends the run: it set out the choice, and the
-    wrong one was picked later. `step` itself when no message carries the error."""
+    wrong one was picked later. With `act` (the write's words, when its error is the record it acts on), a message
+    with no paragraph that names the record and speaks of the act ends the run too: it only showed the record (a
+    listing of reservations). `step` itself when no message carries the error."""
     floor = max(
         (
             i
@@ -226,6 +229,11 @@ def said_first(
         if not any(mentions(text, token) for token in tokens) and not describes(text, described):
             break
         if index != texts[-1] and any(mentions(text, value) for value in right):
+            break
+        if act and not any(
+            any(mentions(part, token) for token in tokens) and any(word in part.lower() for word in act)
+            for part in text.split("\n\n")
+        ):
             break
         found = index
     if found == step and topic:  # a wrong act: the run of offers that name the write's values ends with the latest
@@ -474,7 +482,8 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
                 own = set(targets(action))
                 named = tuple(v for v in string_values(action.kwargs) if v not in own)
                 wrong, right = wrong_tokens(action, finding.expected), tuple(right_tokens(action, finding.expected))
-                step = said_first(messages, finding.step, wrong, topic, named, right)
+                act = topic_words(action.name) if wrong and set(wrong) <= own else ()  # the wrong record itself
+                step = said_first(messages, finding.step, wrong, topic, named, right, act)
                 if step != finding.step:
                     expected = ask_to_confirm(finding.expected) if finding.expected is not None else None
                     finding = Finding(
