@@ -548,3 +548,22 @@ def test_a_listing_that_only_shows_the_wrong_record_offers_nothing(listing_offer
     ep.call("cancel_reservation", reservation_id="I6M8JQ")
     ep.say("Done. Anything else?", STOP)
     assert judge(ep.build()).first_error == (listing if listing_offers else offer)
+
+
+@pytest.mark.parametrize("listed", [2, 0], ids=["the summary listed 2 bags", "it listed none"])
+def test_a_confirmation_that_listed_a_wrong_count_is_where_the_error_was_said(listed):
+    """Airline 32.2's shape (airline test task 32): the user has no bags, the agent's booking summary lists "Total
+    Checked Bags: 2", the user answers "Everything looks good!", and the booking has 2 bags where the gold has none:
+    the summary is where the error was said. A summary that listed no bags leaves the write its own error."""
+    ep = Script("airline", 32)
+    ep.user("Hi, I'm sophia_silva_7557. Book HAT271 ORD to PHL on May 26 for me and Kevin Smith, 2001-04-12.")
+    ep.call("get_user_details", user_id="sophia_silva_7557")
+    (booking,) = [action for action in ep.task.actions if action.name == "book_reservation"]
+    summary = ep.say(
+        f"Booking details:\n- Flight: HAT271, May 26, economy\n- Total Checked Bags: {listed}\n- Total Price: $348\n"
+        "Please confirm the details to proceed.",
+        "Everything looks good! Use the $500 certificate.",
+    )
+    write = ep.call(booking.name, **{**booking.kwargs, "total_baggages": 2})
+    ep.say("Booked. Anything else?", STOP)
+    assert judge(ep.build()).first_error == (summary if listed else write)

@@ -67,6 +67,13 @@ def test_a_reason_that_starts_with_no_is_no_refusal():
     assert not is_confirmation("No, wait. Yes, I mean the other one.")
 
 
+def test_everything_looks_good_is_a_yes_to_a_request_to_confirm():
+    """Airline 32.2: "Everything looks good!" answers "Please confirm the details" with consent; said unasked, it is
+    no yes."""
+    assert is_confirmation("Everything looks good! Use the $500 certificate.", "Please confirm the details to proceed.")
+    assert not is_confirmation("Everything looks good! Use the $500 certificate.")
+
+
 def test_a_retry_after_a_write_that_failed_is_covered_by_the_same_yes():
     """Held-out airline 26.2's shape (airline test task 26): after the user's yes, the upgrade fails on a payment id
     the agent made up; it looks the profile up and retries with the card's real id. The retry carries on the act the

@@ -186,6 +186,22 @@ def _values_not_in(action: Action, other: Action) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _lists_wrong_count(text: str, action: Action, expected: Action | None) -> bool:
+    """Whether a message lists one of a write's wrong counts: a line with the number and its field's word (the
+    write's `total_baggages` 2 where the expected write has 0, said as "Total Checked Bags: 2")."""
+    if expected is None or expected.name != action.name:
+        return False
+    for key, value in action.kwargs.items():
+        other = expected.kwargs.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or not isinstance(other, int) or value == other:
+            continue
+        stems = [part[:3] for part in key.split("_") if len(part) > 4 and part not in ("total", "nonfree")]
+        number = re.compile(rf"(?<![\w.$]){value}(?![\w.])")
+        if any(number.search(line) and any(stem in line.lower() for stem in stems) for line in text.splitlines()):
+            return True
+    return False
+
+
 def said_first(
     messages: list[dict[str, Any]],
     step: int,
@@ -484,6 +500,13 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
                 wrong, right = wrong_tokens(action, finding.expected), tuple(right_tokens(action, finding.expected))
                 act = topic_words(action.name) if wrong and set(wrong) <= own else ()  # the wrong record itself
                 step = said_first(messages, finding.step, wrong, topic, named, right, act)
+                proposal = proposal_of(messages, finding.step)
+                if (
+                    step == finding.step
+                    and proposal is not None
+                    and _lists_wrong_count(messages[proposal]["content"], action, finding.expected)
+                ):
+                    step = proposal  # the confirmation request listed the wrong count ("Total checked bags: 2")
                 if step != finding.step:
                     expected = ask_to_confirm(finding.expected) if finding.expected is not None else None
                     finding = Finding(

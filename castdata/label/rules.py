@@ -62,7 +62,7 @@ _YES = re.compile(
 # consent that is a yes only as the answer to a request to confirm ("Sure, my user id is ..." answers a question)
 _SOFT_YES = re.compile(
     r"\b(sure|ok|okay|fine|alright|all right|sounds good|sounds great|that works|works for me|correct|absolutely|"
-    r"of course|that's right|perfect)\b",
+    r"of course|that's right|perfect|looks? (?:good|great|right|correct|fine))\b",
     re.I,
 )
 ASKS_TO_CONFIRM = re.compile(
