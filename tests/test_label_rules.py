@@ -72,6 +72,9 @@ def test_everything_looks_good_is_a_yes_to_a_request_to_confirm():
     no yes."""
     assert is_confirmation("Everything looks good! Use the $500 certificate.", "Please confirm the details to proceed.")
     assert not is_confirmation("Everything looks good! Use the $500 certificate.")
+    # retail 92.92: the user speaks of its own doing, not of the agent's returns
+    assert not is_confirmation("Thanks. I\u2019ll go ahead and start preparing the items.", "Reply yes to confirm.")
+    assert is_confirmation("Please go ahead.")
 
 
 def test_a_retry_after_a_write_that_failed_is_covered_by_the_same_yes():
