@@ -369,3 +369,26 @@ def test_a_change_the_user_turned_down_from_an_offer_for_several_records_is_the_
     judged = judge(ep.build())
     assert not judged.success
     assert (judged.fault == "fault.user_declined") == offered_all and (judged.first_error is None) == offered_all
+
+
+@pytest.mark.parametrize("user_names_it", [True, False], ids=["the user chose the Visa", "the agent did"])
+def test_a_gold_write_left_undone_by_a_payment_the_user_chose_follows_from_that_choice(user_names_it):
+    """Airline test task 32 (part 2's 32.1, both annotators): the user asks to pay with "the Visa ending in 7238" and
+    the agent books with it. The gold pays with the $500 certificate, so besides the booking's payment the user's
+    certificate ends unspent: a gold write never made, which follows from the same choice of the user's. Where the
+    agent picked the card itself, it is blamed."""
+    ep = Script("airline", 32)
+    ep.user("Hi, I'm sophia_silva_7557. Book HAT271 ORD to PHL on May 26 for me and Kevin Smith, 2001-04-12.")
+    ep.call("get_user_details", user_id="sophia_silva_7557")
+    (booking,) = [action for action in ep.task.actions if action.name == "book_reservation"]
+    if user_names_it:
+        ep.say("Which payment method would you like to use?", "I'd prefer to use the Visa ending in 7238.")
+    ep.say("I will book HAT271 for $348 on your Visa ending in 7238. Confirm (yes/no)?", "Yes.")
+    ep.call(
+        booking.name, **{**booking.kwargs, "payment_methods": [{"payment_id": "credit_card_4196779", "amount": 348}]}
+    )
+    ep.say("Booked. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert not judged.success
+    assert (judged.fault == "fault.user_chose_payment") == user_names_it
+    assert (judged.first_error is None) == user_names_it
