@@ -22,30 +22,6 @@ from castdata.label.agreement import Agreement, agreement, read_judgements
 from castdata.label.run import label_run, read_labels
 
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden_real"
-# each part: its judgements, and the result files (by domain) holding its episodes
-PARTS = {
-    "part 1": (
-        "judgements.jsonl",
-        {
-            "retail": "tau-bench.retail-test.gpt-4.1.golden.json.gz",
-            "airline": "tau-bench.airline-test.gpt-4o.golden.json.gz",
-        },
-    ),
-    "part 2": (
-        "judgements-2.jsonl",
-        {
-            "retail": "tau-bench.retail-test.gpt-4.1.golden-2.json.gz",
-            "airline": "tau-bench.airline-test.gpt-4o.golden-2.json.gz",
-        },
-    ),
-    "part 3": (
-        "judgements-3.jsonl",
-        {
-            "retail": "tau-bench.retail-test.gpt-4.1.golden-3.json.gz",
-            "airline": "tau-bench.airline-test.gpt-4o.golden-3.json.gz",
-        },
-    ),
-}
 
 
 def _print(title: str, result: Agreement, rows: bool) -> None:
@@ -75,12 +51,15 @@ def main() -> None:
     parser.add_argument("--golden", type=Path, default=GOLDEN)
     parser.add_argument("--rows", action="store_true", help="also print every failed episode and false flag")
     args = parser.parse_args()
-    judgements = {part: read_judgements(args.golden / name) for part, (name, _) in PARTS.items()}
+    parts = json.loads((args.golden / "parts.json").read_text())  # each part: its judgements and result files
+    judgements = {part: read_judgements(args.golden / spec["judgements"]) for part, spec in parts.items()}
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
-        for _, sources in PARTS.values():
-            for domain, name in sources.items():
-                import_tau_bench([args.golden / name], run, domain)
+        for spec in parts.values():
+            for source in spec["sources"]:
+                import_tau_bench(
+                    [args.golden / source["file"]], run, source["domain"], trial_offset=source.get("trial_offset", 0)
+                )
         label_run(run)
         labels = read_labels(run)
     for part, judged in judgements.items():

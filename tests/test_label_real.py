@@ -6,6 +6,7 @@ and 2 together."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,62 +16,40 @@ from castdata.label.agreement import agreement, read_judgements
 from castdata.label.run import label_run, read_labels
 
 GOLDEN = Path(__file__).parent / "golden_real"
-# each part: its judgements, its result files (by domain), its failed and successful episodes, and today's floors
-PARTS = {
-    "part 1": (
-        "judgements.jsonl",
-        {
-            "retail": "tau-bench.retail-test.gpt-4.1.golden.json.gz",
-            "airline": "tau-bench.airline-test.gpt-4o.golden.json.gz",
-        },
-        (66, 34),
-        {"accuracy": 0.90, "close": 48, "no_blame": 15, "precision": 0.92, "false_alarms": 1},
-    ),
-    "part 2": (
-        "judgements-2.jsonl",
-        {
-            "retail": "tau-bench.retail-test.gpt-4.1.golden-2.json.gz",
-            "airline": "tau-bench.airline-test.gpt-4o.golden-2.json.gz",
-        },
-        (40, 30),
-        {"accuracy": 0.80, "close": 31, "no_blame": 3, "precision": 0.95, "false_alarms": 0},
-    ),
-    "part 3": (  # unseen by session 6's rules (50.0% / 80.0% then, one annotator); a second annotator in session 7
-        "judgements-3.jsonl",
-        {
-            "retail": "tau-bench.retail-test.gpt-4.1.golden-3.json.gz",
-            "airline": "tau-bench.airline-test.gpt-4o.golden-3.json.gz",
-        },
-        (34, 30),
-        {"accuracy": 0.58, "close": 18, "no_blame": 6, "precision": 0.86, "false_alarms": 2},
-    ),
+PARTS = json.loads((GOLDEN / "parts.json").read_text())  # each part: its judgements and result files
+# each part: its failed and successful episodes, its annotators per episode, and today's floors
+EXPECTED = {
+    "part 1": ((66, 34), 2, {"accuracy": 0.90, "close": 48, "no_blame": 15, "precision": 0.92, "false_alarms": 1}),
+    "part 2": ((40, 30), 2, {"accuracy": 0.80, "close": 31, "no_blame": 3, "precision": 0.95, "false_alarms": 0}),
+    "part 3": ((34, 30), 2, {"accuracy": 0.58, "close": 18, "no_blame": 6, "precision": 0.86, "false_alarms": 2}),
 }
-ANNOTATORS = {"part 1": 2, "part 2": 2, "part 3": 2}
 
 
 @pytest.fixture(scope="module")
 def labelled(tmp_path_factory):
     run = tmp_path_factory.mktemp("golden-real") / "run"
-    for _, sources, _, _ in PARTS.values():
-        for domain, name in sources.items():
-            import_tau_bench([GOLDEN / name], run, domain)
+    for spec in PARTS.values():
+        for source in spec["sources"]:
+            import_tau_bench(
+                [GOLDEN / source["file"]], run, source["domain"], trial_offset=source.get("trial_offset", 0)
+            )
     label_run(run)
     return read_labels(run)
 
 
 @pytest.fixture(scope="module", params=sorted(PARTS))
 def scored(request, labelled):
-    judgements = read_judgements(GOLDEN / PARTS[request.param][0])
+    judgements = read_judgements(GOLDEN / PARTS[request.param]["judgements"])
     labels = {episode: items for episode, items in labelled.items() if episode in judgements}
     return request.param, judgements, labels, agreement(judgements, labels)
 
 
 def test_the_golden_set_is_what_its_readme_says(scored):
     part, judgements, labels, _ = scored
-    failed, succeeded = PARTS[part][2]
+    (failed, succeeded), annotators, _ = EXPECTED[part]
     outcomes = [j["outcome"] for j in judgements.values()]
     assert outcomes.count("failure") == failed and outcomes.count("success") == succeeded
-    assert all(len(j["annotations"]) == ANNOTATORS[part] for j in judgements.values())
+    assert all(len(j["annotations"]) == annotators for j in judgements.values())
     assert set(labels) == set(judgements)  # every judged episode reproduces and is labelled
     for episode, judged in judgements.items():  # the recomputed outcome is the one the annotators judged
         success = not any(label.first_critical_error or label.user_fault for label in labels[episode])
@@ -79,8 +58,9 @@ def test_the_golden_set_is_what_its_readme_says(scored):
 
 def test_first_errors_fall_on_the_hand_marked_step(scored):
     part, _, _, result = scored
-    floors, failures = PARTS[part][3], result.failures
-    assert sum(failures.values()) == PARTS[part][2][0]
+    (failed, _), _, floors = EXPECTED[part]
+    failures = result.failures
+    assert sum(failures.values()) == failed
     assert result.first_error_accuracy >= floors["accuracy"], dict(failures)
     assert failures["exact"] + failures["exact_other"] + failures["adjacent"] >= floors["close"]
     assert failures["no_blame"] >= floors["no_blame"]  # user- and task-caused failures recognised, no agent blamed
@@ -88,9 +68,10 @@ def test_first_errors_fall_on_the_hand_marked_step(scored):
 
 def test_few_false_alarms_on_successful_episodes(scored):
     part, _, _, result = scored
-    assert result.successes == PARTS[part][2][1]
-    assert result.flag_precision >= PARTS[part][3]["precision"], (result.flags, result.true_flags)
-    assert result.false_alarms <= PARTS[part][3]["false_alarms"]  # successes with a flag no annotator lists
+    (_, succeeded), _, floors = EXPECTED[part]
+    assert result.successes == succeeded
+    assert result.flag_precision >= floors["precision"], (result.flags, result.true_flags)
+    assert result.false_alarms <= floors["false_alarms"]  # successes with a flag no annotator lists
 
 
 def test_user_fault_episodes_blame_no_action_and_train_nothing(scored):
