@@ -20,8 +20,9 @@ PARTS = json.loads((GOLDEN / "parts.json").read_text())  # each part: its judgem
 # each part: its failed and successful episodes, its annotators per episode, and today's floors
 EXPECTED = {
     "part 1": ((66, 34), 2, {"accuracy": 0.90, "close": 48, "no_blame": 15, "precision": 0.92, "false_alarms": 1}),
-    "part 2": ((40, 30), 2, {"accuracy": 0.80, "close": 31, "no_blame": 3, "precision": 0.95, "false_alarms": 0}),
+    "part 2": ((40, 30), 2, {"accuracy": 0.80, "close": 30, "no_blame": 3, "precision": 0.95, "false_alarms": 0}),
     "part 3": ((34, 30), 2, {"accuracy": 0.58, "close": 18, "no_blame": 6, "precision": 0.86, "false_alarms": 2}),
+    "part 4": ((36, 24), 2, {"accuracy": 0.22, "close": 9, "no_blame": 1, "precision": 0.83, "false_alarms": 1}),
 }
 
 
