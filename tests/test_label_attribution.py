@@ -567,3 +567,33 @@ def test_a_confirmation_that_listed_a_wrong_count_is_where_the_error_was_said(li
     write = ep.call(booking.name, **{**booking.kwargs, "total_baggages": 2})
     ep.say("Booked. Anything else?", STOP)
     assert judge(ep.build()).first_error == (summary if listed else write)
+
+
+@pytest.mark.parametrize("claims_none", [True, False], ids=["said no blue one exists", "closed without a word"])
+def test_a_claim_that_the_asked_for_option_does_not_exist_is_a_refusal(claims_none):
+    """Part 4's retail 60 shape (retail test task 60): asked for blue earbuds, the agent fails an email lookup ("I
+    couldn't find a user with that email", no answer to anything the user asked to be told), authenticates, reads
+    the order, and says there is no blue variant, though the catalogue has one: the change the gold makes is never
+    made, and the claim is where the agent refused it. An agent that closes without a word dropped it there."""
+    ep = Script("retail", 60)
+    ep.user("Hi, I'd like to change the wireless earbuds in my order W5061109 to a blue one. Can you help me?")
+    ep.say("I couldn't find a user with the email chen.johnson@gmail.com. Could you give me your name and zip?")
+    ep.user("Chen Johnson, 77004.")
+    for action in ep.task.actions[:2]:
+        ep.call(action.name, **action.kwargs)
+    said = "There is currently no blue variant available for your earbuds. " if claims_none else ""
+    claim = ep.say(said + "Is there anything else I can help you with?", STOP)
+    assert judge(ep.build()).first_error == claim
+
+
+def test_a_refusal_answers_a_request_to_be_told_a_value_not_a_request_to_act():
+    """Asked "can you help me change my earbuds?", a reply that it could not find the user tells no value: it is
+    no wrong answer of the price the user had to hear. Asked for the total, a refusal is one."""
+    messages = _messages(
+        ("user", "Can you help me change my earbuds to blue ones?"),
+        ("assistant", "I couldn't find a user with that email. Could you give me your name and zip code?"),
+        ("user", "Chen Johnson, 77004."),
+    )
+    assert wrong_answer(messages, len(messages), "242.92") is None
+    asked = _messages(("user", "What is the total I paid?"), ("assistant", "I'm unable to share that."))
+    assert wrong_answer(asked, len(asked), "242.92") == (2, "wrong_refusal")

@@ -38,14 +38,19 @@ REFUSAL = re.compile(
     r"\b(?:can ?not|can't|cannot|unable to|not able to|not possible|isn't possible|not eligible|ineligible|"
     r"not allowed|isn't allowed|don't have (?:the )?(?:ability|access)|do not have (?:the )?(?:ability|access)|"
     r"only (?:able|possible)|unfortunately|not permitted|won't be able|can only|may only|"
-    r"(?:do not|don't) see any|(?:could not|couldn't) find)\b",
+    r"(?:do not|don't) see any|(?:could not|couldn't) find|"
+    # a claim that what the user asked for does not exist ("no blue variant available", "did not find a speaker")
+    r"(?:did not|didn't) find|(?:do not|don't) see (?:a|an|the)|"
+    r"there (?:is|are) (?:currently )?no|not (?:currently )?available|unavailable|"
+    r"(?:only|just) one \w+(?: \w+)? (?:variant|option|model)s? (?:is )?available)\b",
     re.I,
 )
-QUESTION = re.compile(  # a user turn that asks to be told something ("I'd like to know the sum of my balances")
-    r"\?|\b(?:how (?:many|much)|total|sum of|balances?|tell me|let me know|(?:like|want|need) to know|"
-    r"what (?:is|are|was|were))\b",
-    re.I,
+_ASKS_TO_BE_TOLD = (  # a user turn that asks to be told something ("I'd like to know the sum of my balances")
+    r"\b(?:how (?:many|much)|total|sum of|balances?|tell me|let me know|(?:like|want|need) to know|"
+    r"what (?:is|are|was|were))\b"
 )
+INFO_QUESTION = re.compile(_ASKS_TO_BE_TOLD, re.I)
+QUESTION = re.compile(r"\?|" + _ASKS_TO_BE_TOLD, re.I)  # or any question ("can you help me with that?")
 _RECORD_ID = r"\b(?:reservation|order|booking|confirmation) ?(?:id|number|code|#)"
 _LACKS = re.compile(  # the user says it has no record id at hand
     r"\b(?:don'?t|do not|can'?t|cannot|couldn'?t) (?:have|remember|recall|find|locate|know)\b"
@@ -442,7 +447,9 @@ def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tu
             if output.lower() in text.lower().replace(",", ""):
                 break
             if REFUSAL.search(text):
-                return reply, "wrong_refusal"
+                if INFO_QUESTION.search(message.get("content") or ""):
+                    return reply, "wrong_refusal"
+                continue  # a refusal of a request to act ("can I exchange them?") tells no value
             numbers = _numbers(text)
             read_later = not any(m["role"] == "tool" for m in messages[:reply]) and any(
                 m["role"] == "tool" for m in messages[reply:before]
