@@ -46,6 +46,9 @@ def test_an_item_is_named_by_its_options_or_price_and_a_list_of_choices_names_no
     assert not describes("Your tablet (8-inch, 64GB) can be returned.", described)  # one option short: ambiguous
     assert not describes("Choose: 8-inch, 64GB, silver; or 10-inch, 64GB, silver.", described)  # choices offered
     assert not describes("Your 18-inch silver 64GB tablet", described)  # "8-inch" inside another word
+    # a lookup that returned the one variant itself (part 4's retail 52: the highest zoom "5x (30MP, CF card)")
+    single = _messages(("user", "more zoom"), ("tool", json.dumps(VARIANTS["variants"]["2106335193"])))
+    assert describes("The largest is the 10-inch, 64GB, silver one.", descriptions(single, len(single), "2106335193"))
 
 
 def test_a_wrong_write_is_charged_to_the_first_message_that_described_its_item():

@@ -135,6 +135,8 @@ def shown_records(messages: list[dict[str, Any]], before: int, token: str) -> It
             result = json.loads(message["content"])
         except ValueError:
             continue
+        if isinstance(result, dict) and token in result.values():
+            yield result, []  # the lookup returned the record itself (one variant)
         yield from _records(result, token)
 
 
