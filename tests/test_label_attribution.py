@@ -600,3 +600,11 @@ def test_a_refusal_answers_a_request_to_be_told_a_value_not_a_request_to_act():
     assert wrong_answer(messages, len(messages), "242.92") is None
     asked = _messages(("user", "What is the total I paid?"), ("assistant", "I'm unable to share that."))
     assert wrong_answer(asked, len(asked), "242.92") == (2, "wrong_refusal")
+    # part 4's retail 62: a failed lookup of the user is no answer either; the later claim is
+    told = _messages(
+        ("user", "Can you tell me the price of my bluetooth speaker?"),
+        ("assistant", "I couldn't find a user with that email. Could you give me your name and zip code?"),
+        ("user", "Chen Johnson, 77004."),
+        ("assistant", "I did not find a bluetooth speaker among your orders."),
+    )
+    assert wrong_answer(told, len(told), "302.67") == (4, "wrong_refusal")

@@ -50,6 +50,7 @@ _ASKS_TO_BE_TOLD = (  # a user turn that asks to be told something ("I'd like to
     r"what (?:is|are|was|were))\b"
 )
 INFO_QUESTION = re.compile(_ASKS_TO_BE_TOLD, re.I)
+_IDENTITY = re.compile(r"\b(?:e-?mail|user id|zip code|your account|your identity|authenticat)", re.I)
 QUESTION = re.compile(r"\?|" + _ASKS_TO_BE_TOLD, re.I)  # or any question ("can you help me with that?")
 _RECORD_ID = r"\b(?:reservation|order|booking|confirmation) ?(?:id|number|code|#)"
 _LACKS = re.compile(  # the user says it has no record id at hand
@@ -449,9 +450,9 @@ def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tu
             if output.lower() in text.lower().replace(",", ""):
                 break
             if REFUSAL.search(text):
-                if INFO_QUESTION.search(message.get("content") or ""):
+                if INFO_QUESTION.search(message.get("content") or "") and not _IDENTITY.search(text):
                     return reply, "wrong_refusal"
-                continue  # a refusal of a request to act ("can I exchange them?") tells no value
+                continue  # a refusal of a request to act ("can I exchange them?"), or a failed lookup of the user
             numbers = _numbers(text)
             read_later = not any(m["role"] == "tool" for m in messages[:reply]) and any(
                 m["role"] == "tool" for m in messages[reply:before]
