@@ -109,11 +109,15 @@ def _changed_fields(domain: Domain, current: dict[Record, Any], values: dict[Rec
 
 
 def _differing_fields(one: Any, other: Any) -> set[str]:
-    """The top-level fields two record values differ in (every field of the one that exists, if the other does
-    not)."""
-    if not isinstance(one, dict) or not isinstance(other, dict):
-        return set((one if isinstance(one, dict) else other or {}).keys()) if one != other else set()
-    return {f for f in one.keys() | other.keys() if one.get(f) != other.get(f)}
+    """The top-level fields two record values differ in (every field of a record created or deleted); a record
+    that is no mapping (a list) differs as a whole, the field `""`."""
+    if one == other:
+        return set()
+    if isinstance(one, dict) and isinstance(other, dict):
+        return {f for f in one.keys() | other.keys() if one.get(f) != other.get(f)}
+    if (isinstance(one, dict) and other is None) or (one is None and isinstance(other, dict)):
+        return set((one or other).keys())
+    return {""}
 
 
 def gold_path(domain: Domain, trajectory: Trajectory) -> GoldPath:
