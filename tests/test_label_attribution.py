@@ -608,3 +608,25 @@ def test_a_refusal_answers_a_request_to_be_told_a_value_not_a_request_to_act():
         ("assistant", "I did not find a bluetooth speaker among your orders."),
     )
     assert wrong_answer(told, len(told), "302.67") == (4, "wrong_refusal")
+
+
+def test_each_wrong_value_is_said_no_earlier_than_the_lookup_that_showed_it():
+    """Part 4's retail 58 shape: the one variant shown (9 bar, 2L, automatic) is offered as the only one; then the
+    agent reads the order (its result holds the card the write wrongly pays with) and confirms the swap. The item's
+    error was said at the offer, which rests on the variant lookup; the card's lookup came later, and it does not
+    move the item's error past it."""
+    variant = {"item_id": "3709608322", "options": {"pressure": "9 bar", "capacity": "2L", "type": "automatic"}}
+    messages = _messages(("user", "I want the same espresso machine with 8 bar pressure."))
+    messages += _call("list_product_variants", json.dumps(variant))
+    offer = len(messages)
+    messages += _messages(
+        ("assistant", "The only available variant has 9 bar pressure, a 2L capacity and is automatic."),
+        ("user", "Then the 9 bar one, please."),
+    )[1:]
+    messages += _call(
+        "get_order_details", json.dumps({"payment_history": [{"payment_method_id": "credit_card_7455506"}]})
+    )
+    messages += _messages(
+        ("assistant", "You'd like the 9 bar, 2L, automatic version. Confirm (yes/no)?"), ("user", "Yes.")
+    )[1:]
+    assert said_first(messages, len(messages), ["3709608322", "credit_card_7455506"]) == offer

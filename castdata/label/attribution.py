@@ -220,8 +220,8 @@ def said_first(
     act: tuple[str, ...] = (),
 ) -> int:
     """Where a write's error was first said: the first agent message of the unbroken run, ending with the latest
-    one before `step`, that names one of `tokens` or describes one (`descriptions`) (no earlier than the latest tool result naming one: what the
-    agent said rests on what it read). For a wrong act (`topic`: the words for what the write does), the latest
+    one before `step`, that names one of `tokens` or describes one (`descriptions`), each no earlier than the latest
+    tool result naming it (what the agent said of it rests on what it read). For a wrong act (`topic`: the words for what the write does), the latest
     message must speak of that act, else the write went against what was proposed and is its own error; it is
     the error even when it names no token, and so is each offer before it in the run that names one of the write's
     own `values` with a digit (the flights or items it sets, not its target), or names any of them ("business")
@@ -230,27 +230,33 @@ def said_first(
     wrong one was picked later. With `act` (the write's words, when its error is the record it acts on), a message
     with no paragraph that names the record and speaks of the act ends the run too: it only showed the record (a
     listing of reservations). `step` itself when no message carries the error."""
-    floor = max(
-        (
-            i
-            for i in range(1, step)
-            if messages[i]["role"] == "tool" and any(mentions(messages[i]["content"] or "", token) for token in tokens)
-        ),
-        default=0,
-    )
+    floors = {  # the latest tool result naming each token: what the agent said of it rests on what it read
+        token: max(
+            (
+                i
+                for i in range(1, step)
+                if messages[i]["role"] == "tool" and mentions(messages[i]["content"] or "", token)
+            ),
+            default=0,
+        )
+        for token in tokens
+    }
+    floor = max(floors.values(), default=0)
     searched = _searched_with(messages, floor, tokens)
     if searched is not None:
         return searched
-    texts = [i for i in _agent_texts(messages, step) if i > floor]
+    texts = [i for i in _agent_texts(messages, step) if i > min(floors.values(), default=0)]
     if not texts:
         return step
     if topic and not any(word in messages[texts[-1]]["content"].lower() for word in topic):
         return step
-    described = [words for token in tokens for words in descriptions(messages, step, token)]
+    described = {token: descriptions(messages, step, token) for token in tokens}
     found = step
     for index in reversed(texts):
         text = messages[index]["content"]
-        if not any(mentions(text, token) for token in tokens) and not describes(text, described):
+        if not any(
+            index > floors[token] and (mentions(text, token) or describes(text, described[token])) for token in tokens
+        ):
             break
         if index != texts[-1] and any(mentions(text, value) for value in right):
             break
