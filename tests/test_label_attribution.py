@@ -630,3 +630,26 @@ def test_each_wrong_value_is_said_no_earlier_than_the_lookup_that_showed_it():
         ("assistant", "You'd like the 9 bar, 2L, automatic version. Confirm (yes/no)?"), ("user", "Yes.")
     )[1:]
     assert said_first(messages, len(messages), ["3709608322", "credit_card_7455506"]) == offer
+
+
+def test_a_message_that_declines_one_act_and_offers_the_needed_one_is_no_refusal_of_it():
+    """Part 4's retail 74 shape: the laptop order is pending, so the agent declines an exchange and offers to modify
+    the order instead ("I can help you modify your pending order"): no refusal of the modification the gold makes.
+    Its later claim that no i9 laptop exists is one."""
+    gold = Action(
+        name="modify_pending_order_items",
+        kwargs={"order_id": "#W4241221", "item_ids": ["2216662955"], "new_item_ids": ["3265035808"]},
+    )
+    messages = _messages(("user", "I want to exchange my laptop in #W4241221 for one with an i9 CPU."))
+    messages += _call("get_order_details", json.dumps({"order_id": "#W4241221", "status": "pending"}))
+    messages += _messages(
+        (
+            "assistant",
+            "Your laptop order is still pending. Exchanges can only be processed for delivered orders. If you'd "
+            "like, I can help you modify your pending order to switch to a laptop with an i9 CPU.",
+        ),
+        ("user", "Yes, please change it to an i9."),
+        ("assistant", "There are currently no laptop variants with an i9 processor available for #W4241221."),
+        ("user", "Okay, thanks."),
+    )[1:]
+    assert refusal(messages, len(messages), gold) == 6

@@ -42,7 +42,7 @@ REFUSAL = re.compile(
     # a claim that what the user asked for does not exist ("no blue variant available", "did not find a speaker")
     r"(?:did not|didn't) find|(?:do not|don't) see (?:a|an|the)|"
     r"there (?:is|are) (?:currently )?no|not (?:currently )?available|unavailable|"
-    r"(?:only|just) one \w+(?: \w+)? (?:variant|option|model)s? (?:is )?available)\b",
+    r"(?:only|just) one \w+(?: \w+)? (?:variant|option|model)s? (?:is )?available|(?:is|are) only available in)\b",
     re.I,
 )
 _ASKS_TO_BE_TOLD = (  # a user turn that asks to be told something ("I'd like to know the sum of my balances")
@@ -392,10 +392,23 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
             continue  # said before the user asked for this very act: it refused something else
         if looked is None or index < looked or _tried_after(messages, index, before, action):
             continue
+        if _offers(text, words):
+            continue  # it declines something else and offers this act ("I can help you modify your order")
         lowered = text.lower()
         if any(mentions(text, token) for token in targets(action)) or any(word in lowered for word in words):
             return index
     return None
+
+
+_OFFER = re.compile(r"\b(?:i can|i could|i'd be happy to|i would be happy to|would you like me to)\b", re.I)
+
+
+def _offers(text: str, words: tuple[str, ...]) -> bool:
+    """Whether a sentence of a message offers the act (`words`) and refuses nothing."""
+    return any(
+        _OFFER.search(sentence) and not REFUSAL.search(sentence) and any(word in sentence.lower() for word in words)
+        for sentence in re.split(r"(?<=[.!?])\s+", text)
+    )
 
 
 def insisted(messages: list[dict[str, Any]], before: int, domain: Domain) -> int | None:
