@@ -1,8 +1,8 @@
-"""The labeler against careful human judgement on real agents' episodes (tests/golden_real: each part judged by two
-annotators before the labeler was run on it). The bounds are today's measured levels per
-part (benchmarks/README.md), kept as floors: a change that makes labels on real trajectories worse fails here. The
-issue's first-error target (90%) is met on part 1 only; its flag precision target (95%) on part 2 and on parts 1
-and 2 together."""
+"""The labeler against careful human judgement on real agents' episodes (tests/golden_real: four parts, each judged
+by two annotators before the labeler was run on it). The bounds are today's measured levels per part
+(benchmarks/README.md), kept as floors: a change that makes labels on real trajectories worse fails here. The
+issue's first-error target (90%) is met on part 1 only, and its flag precision target (95%) on part 2 only; part 4,
+another agent, was measured once before any rule was written from it (22.2% / 83.3%)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ GOLDEN = Path(__file__).parent / "golden_real"
 PARTS = json.loads((GOLDEN / "parts.json").read_text())  # each part: its judgements and result files
 # each part: its failed and successful episodes, its annotators per episode, and today's floors
 EXPECTED = {
-    "part 1": ((66, 34), 2, {"accuracy": 0.90, "close": 48, "no_blame": 15, "precision": 0.92, "false_alarms": 1}),
-    "part 2": ((40, 30), 2, {"accuracy": 0.80, "close": 30, "no_blame": 3, "precision": 0.95, "false_alarms": 0}),
-    "part 3": ((34, 30), 2, {"accuracy": 0.58, "close": 18, "no_blame": 6, "precision": 0.86, "false_alarms": 2}),
-    "part 4": ((36, 24), 2, {"accuracy": 0.22, "close": 9, "no_blame": 1, "precision": 0.83, "false_alarms": 1}),
+    "part 1": ((66, 34), 2, {"accuracy": 0.92, "close": 48, "no_blame": 16, "precision": 0.92, "false_alarms": 1}),
+    "part 2": ((40, 30), 2, {"accuracy": 0.82, "close": 30, "no_blame": 5, "precision": 0.95, "false_alarms": 0}),
+    "part 3": ((34, 30), 2, {"accuracy": 0.82, "close": 18, "no_blame": 11, "precision": 0.87, "false_alarms": 2}),
+    "part 4": ((36, 24), 2, {"accuracy": 0.52, "close": 18, "no_blame": 1, "precision": 0.83, "false_alarms": 1}),
 }
 
 
