@@ -485,3 +485,21 @@ def user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str
     ):
         return "fault.user_asked"
     return None
+
+
+def with_counterparts(findings: list[Finding], choices: list[str | None]) -> list[str | None]:
+    """`choices` (the findings' `user_choice`s), where a gold write never made that a write the user chose stood for
+    (the same tool, made otherwise) takes that choice: the booking paid by the user's card leaves the gold's
+    certificate unspent."""
+    chosen = [
+        (finding.expected, choice)
+        for finding, choice in zip(findings, choices)
+        if choice and finding.expected is not None and finding.category != "wrong_tool"
+    ]
+    return [
+        choice
+        or next(
+            (c for gold, c in chosen if finding.signal == "replay.gold_write_missing" and gold == finding.missing), None
+        )
+        for finding, choice in zip(findings, choices)
+    ]

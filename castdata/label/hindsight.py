@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from castdata.envs import Domain, load_domain
 from castdata.label.attribution import attribute
-from castdata.label.fault import episode_fault, user_choice
+from castdata.label.fault import episode_fault, user_choice, with_counterparts
 from castdata.label.findings import Finding
 from castdata.label.replay import replay_findings
 from castdata.label.rules import rule_findings
@@ -77,21 +77,7 @@ def judge(trajectory: Trajectory, domain: Domain | None = None) -> EpisodeJudgem
         result = replay_findings(trajectory, domain, actions[-1], deviating, unconfirmed)
         consistent = result.consistent
         choices = [user_choice(trajectory, domain, finding) for finding in result.findings]
-        # a gold write never made that a write the user chose stood for follows from that choice (the booking paid
-        # otherwise leaves the gold's certificate unspent)
-        chosen = [  # the user's choices of a write of the gold's own tool (its counterpart, made otherwise)
-            (finding.expected, choice)
-            for finding, choice in zip(result.findings, choices)
-            if choice and finding.expected is not None and finding.category != "wrong_tool"
-        ]
-        choices = [
-            choice
-            or next(
-                (c for gold, c in chosen if finding.signal == "replay.gold_write_missing" and gold == finding.missing),
-                None,
-            )
-            for finding, choice in zip(result.findings, choices)
-        ]
+        choices = with_counterparts(result.findings, choices)
         fault = episode_fault(trajectory, domain, result.findings, choices)
         if fault is None:
             agents = [f for f, choice in zip(result.findings, choices) if choice is None]

@@ -167,17 +167,29 @@ def forbidden_write(domain: Domain, db: Any, action: Action, cabin: str | None =
     return False
 
 
+def cabin_set(earlier: Sequence[Action], reservation_id: Any) -> str | None:
+    """The cabin the latest of the `earlier` flight changes of a reservation set (the stored reservation keeps its
+    booked cabin), or None."""
+    return next(
+        (
+            action.kwargs["cabin"]
+            for action in reversed(earlier)
+            if action.name == "update_reservation_flights"
+            and action.kwargs.get("reservation_id") == reservation_id
+            and "cabin" in action.kwargs
+        ),
+        None,
+    )
+
+
 def forbidden_writes(domain: Domain, task: Task, actions: list[Action]) -> list[Action]:
     """The writes among `actions`, executed in order on the task's database, that the policy forbids whatever the
-    user says (`forbidden_write`), each judged with the cabin an earlier flight change
-    set (the stored reservation keeps its booked cabin)."""
-    replay, cabins, found = domain.replay([], task=task), {}, []
-    for action in actions:
-        reservation = action.kwargs.get("reservation_id")
-        if forbidden_write(domain, replay.db, action, cabins.get(reservation)):
+    user says (`forbidden_write`), each judged with the cabin an earlier flight change set (`cabin_set`)."""
+    replay, found = domain.replay([], task=task), []
+    for position, action in enumerate(actions):
+        cabin = cabin_set(actions[:position], action.kwargs.get("reservation_id"))
+        if forbidden_write(domain, replay.db, action, cabin):
             found.append(action)
-        if action.name == "update_reservation_flights" and "cabin" in action.kwargs:
-            cabins[reservation] = action.kwargs["cabin"]
         if domain.tool_kind(action.name) == "write":
             replay.run(action)
     return found

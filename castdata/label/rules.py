@@ -49,7 +49,7 @@ from castdata.envs.reproduce import replay_record
 from castdata.label.acts import topic_words
 from castdata.label.findings import Finding
 from castdata.label.payments import names_payment, payment_ids
-from castdata.label.policy_rules import cancellation, compensation, forbidden_write, item_swap
+from castdata.label.policy_rules import cabin_set, cancellation, compensation, forbidden_write, item_swap
 from castdata.messages import call_failed, first_call, tool_turns
 from castdata.records import Action, Trajectory
 from castdata.visible import identifiers, said_by_user
@@ -261,17 +261,13 @@ def write_forbidden(trajectory: Trajectory, domain: Domain, step: int, action: A
     had reached (with the cabin the agent's latest flight change of the reservation set)."""
     if action.name not in ("update_reservation_flights", "update_reservation_baggages", "book_reservation"):
         return False
-    reservation = action.kwargs.get("reservation_id")
-    cabins = [
-        call.arguments.get("cabin")
+    made = [
+        call.action
         for earlier, call in tool_turns(trajectory.messages)
-        if earlier < step
-        and call.name == "update_reservation_flights"
-        and call.arguments.get("reservation_id") == reservation
-        and not call_failed(trajectory.messages, earlier)
+        if earlier < step and not call_failed(trajectory.messages, earlier)
     ]
     db = replay_record(domain, trajectory, step).db
-    return forbidden_write(domain, db, action, cabins[-1] if cabins else None)
+    return forbidden_write(domain, db, action, cabin_set(made, action.kwargs.get("reservation_id")))
 
 
 def _swap_forbidden(domain: Domain, action: Action) -> bool:
@@ -351,11 +347,7 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
                 findings.append(Finding(step, "rule.payment_unasked", "policy_violation", "minor"))
         if kind == "write" and _cancellation_forbidden(trajectory, domain, step, action):
             findings.append(Finding(step, "rule.cancel_not_allowed", "policy_violation", "minor"))
-        if (
-            kind == "write"
-            and action.name != "cancel_reservation"
-            and write_forbidden(trajectory, domain, step, action)
-        ):
+        if kind == "write" and write_forbidden(trajectory, domain, step, action):
             signal = (
                 "rule.change_not_allowed" if action.name == "update_reservation_flights" else "rule.bags_miscounted"
             )
