@@ -11,6 +11,14 @@ from golden.script import STOP, Script
 from castdata.label.hindsight import judge
 
 
+def _faulted(ep: Script, fault: str) -> bool:
+    """Judge a failed episode: whether it is `fault`'s, no agent action blamed (otherwise an agent action is)."""
+    judged = judge(ep.build())
+    assert not judged.success
+    assert (judged.fault is not None) == (judged.first_error is None)
+    return judged.fault == fault
+
+
 def _withholding(gives_it_later: bool, answer: str = "I don't have my user ID with me.") -> Script:
     ep = Script("airline", 3)  # the instruction gives the user id sofia_kim_7287
     ep.user("Hi! I'd like to change the return of my Houston to Denver trip.")
@@ -268,9 +276,7 @@ def test_a_change_the_user_asked_for_after_its_instructions_condition_failed_is_
         )
     ep.change_flights("M20IZO", "economy", [("HAT057", "2024-05-22"), ("HAT146", "2024-05-22")], "credit_card_9074831")
     ep.say("Done. Anything else?", STOP)
-    judged = judge(ep.build())
-    assert not judged.success
-    assert (judged.fault == "fault.user_asked") == said_none_left and (judged.first_error is None) == said_none_left
+    assert _faulted(ep, "fault.user_asked") == said_none_left
 
 
 @pytest.mark.parametrize("moves_it", [False, True], ids=["refused the new destination", "moved it, on a wrong date"])
@@ -287,11 +293,7 @@ def test_a_gold_write_the_policy_forbids_is_the_tasks_fault_unless_the_agent_bro
         legs = [("HAT169", "2024-05-17"), ("HAT212", "2024-05-20")]
         ep.change_flights("VA5SGQ", "economy", legs, "credit_card_8003957")
     ep.say("A flight change cannot change the destination of a reservation. Anything else?", STOP)
-    judged = judge(ep.build())
-    assert not judged.success
-    assert (judged.fault, judged.first_error is None) == (
-        (None, False) if moves_it else ("fault.gold_against_policy", True)
-    )
+    assert _faulted(ep, "fault.gold_against_policy") != moves_it
 
 
 @pytest.mark.parametrize("nonfree", [0, 1], ids=["added free, as the allowance says", "one charged"])
@@ -312,9 +314,7 @@ def test_checked_bags_the_gold_charges_a_gold_member_for_are_the_tasks_fault(non
         payment_id="gift_card_6941833",
     )
     ep.say("Done. Anything else?", STOP)
-    judged = judge(ep.build())
-    assert not judged.success
-    assert (judged.fault is None) == bool(nonfree) and (judged.first_error is None) == (not nonfree)
+    assert _faulted(ep, "fault.gold_against_policy") == (not nonfree)
 
 
 @pytest.mark.parametrize("by_balance", [True, False], ids=["the certificate for $150", "a certificate"])
@@ -333,9 +333,7 @@ def test_a_certificate_the_user_named_by_its_balance_is_the_users_choice(by_bala
     split = [{"payment_id": "certificate_3887113", "amount": 150}, {"payment_id": "credit_card_4196779", "amount": 198}]
     ep.call(booking.name, **{**booking.kwargs, "payment_methods": split})
     ep.say("Booked. Anything else?", STOP)
-    judged = judge(ep.build())
-    assert not judged.success
-    assert (judged.fault == "fault.user_chose_payment") == by_balance and (judged.first_error is None) == by_balance
+    assert _faulted(ep, "fault.user_chose_payment") == by_balance
 
 
 @pytest.mark.parametrize("offered_all", [True, False], ids=["offered for all three", "offered for one, others listed"])
@@ -366,9 +364,7 @@ def test_a_change_the_user_turned_down_from_an_offer_for_several_records_is_the_
     ep.say("I will upgrade H8Q05L to business for $237. Confirm (yes/no)?", "Yes.")
     ep.change_flights("H8Q05L", "business", [("HAT268", "2024-05-24")], "credit_card_4196779")
     ep.say("Done. Anything else?", STOP)
-    judged = judge(ep.build())
-    assert not judged.success
-    assert (judged.fault == "fault.user_declined") == offered_all and (judged.first_error is None) == offered_all
+    assert _faulted(ep, "fault.user_declined") == offered_all
 
 
 @pytest.mark.parametrize("user_names_it", [True, False], ids=["the user chose the Visa", "the agent did"])
@@ -388,7 +384,4 @@ def test_a_gold_write_left_undone_by_a_payment_the_user_chose_follows_from_that_
         booking.name, **{**booking.kwargs, "payment_methods": [{"payment_id": "credit_card_4196779", "amount": 348}]}
     )
     ep.say("Booked. Anything else?", STOP)
-    judged = judge(ep.build())
-    assert not judged.success
-    assert (judged.fault == "fault.user_chose_payment") == user_names_it
-    assert (judged.first_error is None) == user_names_it
+    assert _faulted(ep, "fault.user_chose_payment") == user_names_it
