@@ -653,3 +653,25 @@ def test_a_message_that_declines_one_act_and_offers_the_needed_one_is_no_refusal
         ("user", "Okay, thanks."),
     )[1:]
     assert refusal(messages, len(messages), gold) == 6
+
+
+@pytest.mark.parametrize("speaks", [False, True], ids=["calls only, to the step limit", "a word to the user between"])
+def test_a_loop_of_repeated_calls_the_step_limit_ended_began_at_its_first_repeat(speaks):
+    """Part 4's retail 72 shape (retail test task 60 here): after reading the order, the agent calls the same
+    product lookup again and again, saying nothing, until the step limit ends the episode with the change never
+    made: the loop's first repeat is where it went wrong. An agent that spoke to the user within the calls began its
+    silent loop after its last word."""
+    ep = Script("retail", 60)
+    ep.user("Hi, Chen Johnson, 77004. Please change the earbuds in W5061109 to a blue pair.")
+    for action in ep.task.actions[:2]:
+        ep.call(action.name, **action.kwargs)
+    lookup = ep.task.actions[2]
+    ep.call(lookup.name, **lookup.kwargs)
+    first_repeat = ep.call(lookup.name, **lookup.kwargs)
+    if speaks:
+        ep.say("Still checking the variants for you.")
+    after_word = ep.call(lookup.name, **lookup.kwargs)
+    for _ in range(2):
+        ep.call(lookup.name, **lookup.kwargs)
+    ep.termination = "max_steps"
+    assert judge(ep.build()).first_error == (after_word if speaks else first_repeat)

@@ -13,6 +13,9 @@ change or never told a required answer. Real agents commit to the error earlier,
   own failed write, made since the user's last turn, rests on that write: the write is the error;
 - **a wrong answer**: a required answer never told, where the agent answered the user's question with another
   value, or refused to (`misread_observation` / `wrong_refusal`);
+- **a loop the step limit ended**: a needed change or answer never given, in an episode the step limit ended
+  while the agent silently repeated earlier calls, began at the loop's first repeat (`replay.step_limit_loop`,
+  `redundant_action`);
 - **a request pursued that needed a hand-off**: where the gold solution only transfers the user, a write the
   agent made instead began at the call whose result brought the value it set (`replay.hand_off_needed`).
 """
@@ -562,8 +565,30 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
             if answers:
                 step, category = min(answers)
                 finding = Finding(step, "said.answer", category, "critical")
+        if finding.signal in ("replay.gold_write_missing", "replay.output_missing"):
+            loop = _loop_start(messages) if trajectory.outcome.termination_reason == "max_steps" else None
+            if loop is not None and loop < finding.step:
+                finding = Finding(loop, "replay.step_limit_loop", "redundant_action", "critical")
         moved.append(finding)
     return moved
+
+
+def _loop_start(messages: list[dict[str, Any]], repeats: int = 3) -> int | None:
+    """Where an episode the step limit ended began to loop: the first call repeating an earlier one (same tool and
+    arguments) from which to the end the agent only calls tools, repeating at least `repeats` earlier calls, and
+    says nothing to the user."""
+    made: set[str] = set()
+    repeated = []
+    for step, call in tool_turns(messages):
+        key = json.dumps([call.name, call.arguments], sort_keys=True)
+        if key in made:
+            repeated.append(step)
+        made.add(key)
+    for start in repeated:
+        tail = [m for m in messages[start:] if m["role"] == "assistant"]
+        if not any(agent_text(m) for m in tail) and sum(step >= start for step in repeated) >= repeats:
+            return start
+    return None
 
 
 def _action_at(trajectory: Trajectory, step: int) -> Action | None:
