@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from castdata.records import Action
@@ -15,6 +16,11 @@ def record_ids(action: Action) -> list[str]:
     return [
         str(action.kwargs[key]) for key in TARGET_KEYS if key != "user_id" and isinstance(action.kwargs.get(key), str)
     ]
+
+
+def signature(action: Action) -> str:
+    """An action as a hashable key: its tool and arguments (the same call made twice has one signature)."""
+    return json.dumps([action.name, action.kwargs], sort_keys=True)
 
 
 def id_shape(record: str) -> str:

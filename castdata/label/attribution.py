@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from castdata.envs import Domain
-from castdata.label.acts import TARGET_KEYS, record_ids, specific_words, topic_words
+from castdata.label.acts import TARGET_KEYS, record_ids, signature, specific_words, topic_words
 from castdata.label.findings import Finding
 from castdata.label.payments import payment_kind
 from castdata.label.replay import write_category
@@ -224,8 +224,8 @@ def said_first(
 ) -> int:
     """Where a write's error was first said: the first agent message of the unbroken run, ending with the latest
     one before `step`, that names one of `tokens` or describes one (`descriptions`), each no earlier than the latest
-    tool result naming it (what the agent said of it rests on what it read). For a wrong act (`topic`: the words for what the write does), the latest
-    message must speak of that act, else the write went against what was proposed and is its own error; it is
+    tool result naming it (what the agent said of it rests on what it read). For a wrong act (`topic`: the words
+    for what the write does), the latest message must speak of that act, else the write went against what was proposed and is its own error; it is
     the error even when it names no token, and so is each offer before it in the run that names one of the write's
     own `values` with a digit (the flights or items it sets, not its target), or names any of them ("business")
     where the user said yes to it and the agent asked again before acting. An earlier message that also names one of
@@ -456,7 +456,9 @@ def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tu
     rules, and answers nothing about the user's records when the agent goes on to read them (an agent that never
     does answered with the policy)."""
     kind = _number_kind(output) if _NUMBER.fullmatch(output.strip()) else None
-    policy = set(_numbers(messages[0].get("content") or "")) if messages and messages[0]["role"] == "system" else set()
+    policy = (
+        set(numbers_in(messages[0].get("content") or "")) if messages and messages[0]["role"] == "system" else set()
+    )
     for index in range(1, before):
         message = messages[index]
         if message["role"] != "user" or not QUESTION.search(message.get("content") or ""):
@@ -475,7 +477,7 @@ def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tu
                 if INFO_QUESTION.search(message.get("content") or "") and not _IDENTITY.search(text):
                     return reply, "wrong_refusal"
                 continue  # a refusal of a request to act ("can I exchange them?"), or a failed lookup of the user
-            numbers = _numbers(text)
+            numbers = numbers_in(text)
             read_later = not any(m["role"] == "tool" for m in messages[:reply]) and any(
                 m["role"] == "tool" for m in messages[reply:before]
             )
@@ -489,7 +491,8 @@ def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tu
     return None
 
 
-def _numbers(text: str) -> list[str]:
+def numbers_in(text: str) -> list[str]:
+    """The numbers a text gives, without a dollar sign or thousands commas ("$1,234.50" -> "1234.50")."""
     return [n.lstrip("$").replace(",", "") for n in _NUMBER.findall(text)]
 
 
@@ -580,7 +583,7 @@ def _loop_start(messages: list[dict[str, Any]], repeats: int = 3) -> int | None:
     made: set[str] = set()
     repeated = []
     for step, call in tool_turns(messages):
-        key = json.dumps([call.name, call.arguments], sort_keys=True)
+        key = signature(call.action)
         if key in made:
             repeated.append(step)
         made.add(key)

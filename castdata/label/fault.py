@@ -46,13 +46,14 @@ import re
 from castdata.envs import Domain
 from castdata.envs.database import plain
 from castdata.envs.reproduce import replay_record
-from castdata.label.acts import TARGET_KEYS, id_shape, record_ids, specific_words, topic_words
+from castdata.label.acts import TARGET_KEYS, record_ids, specific_words, topic_words
 from castdata.label.attribution import (
     REFUSAL,
     agent_text,
     describes,
     descriptions,
     mentions,
+    numbers_in,
     proposal_of,
     refusal,
     shown_records,
@@ -61,6 +62,7 @@ from castdata.label.attribution import (
 from castdata.label.findings import Finding
 from castdata.label.payments import PAYMENT_KEYS, PAYMENT_WORDS, payment_kind
 from castdata.label.policy_rules import cancellation, compensation, forbidden_gold_write, forbidden_writes
+from castdata.label.replay import shown_among
 from castdata.label.rules import is_confirmation
 from castdata.messages import first_call, tool_turns
 from castdata.records import Action, Trajectory
@@ -149,7 +151,7 @@ def _user_chose_payment(trajectory: Trajectory, step: int, action: Action, expec
 def _named_by_balance(user: str, kind: str, records: list[dict]) -> bool:
     """Whether the user named a payment method by its kind and its balance ("the travel certificate for $150")."""
     amounts = {f"{record['amount']:g}" for record in records if isinstance(record.get("amount"), (int, float))}
-    said = {number.replace(",", "") for number in re.findall(r"(?<![\w.])\$?(\d[\d,]*(?:\.\d+)?)", user)}
+    said = set(numbers_in(user))
     return any(word in user for word in PAYMENT_WORDS[kind]) and bool(amounts & said)
 
 
@@ -433,15 +435,11 @@ def _user_declined(trajectory: Trajectory, gold: Action) -> bool:
     user's records shown together (a profile's reservations), this one among them (no paragraph that speaks of the
     act names others without it), and the user's answer chose others of them only, and never asked for this one
     after (its instruction wanted them all)."""
-    messages, wanted = trajectory.messages, record_ids(gold)
-    if len(wanted) != 1:
+    messages, words = trajectory.messages, specific_words(gold.name)
+    among = shown_among(messages, gold, len(messages))
+    if among is None:
         return False
-    record, words = wanted[0].lstrip("#"), specific_words(gold.name)
-    shape = re.compile(id_shape(record))
-    shown = next((i for i, m in enumerate(messages) if m["role"] == "tool" and record in (m["content"] or "")), None)
-    if shown is None:
-        return False
-    siblings = set(shape.findall(messages[shown]["content"])) - {record}
+    record, shape, shown, siblings = among
     for index in range(shown + 1, len(messages)):
         text = agent_text(messages[index])
         offered = set(shape.findall(text)) & siblings

@@ -43,7 +43,7 @@ from typing import Any
 from castdata.envs import Domain
 from castdata.envs.database import BASE, plain, record_value
 from castdata.envs.reproduce import replay_record
-from castdata.label.acts import TARGET_KEYS, id_shape, record_ids, specific_words, topic_words
+from castdata.label.acts import TARGET_KEYS, id_shape, record_ids, signature, specific_words, topic_words
 from castdata.label.findings import Finding
 from castdata.label.rules import ask_to_confirm, is_confirmation
 from castdata.messages import tool_turns
@@ -146,8 +146,8 @@ def replay_writes(trajectory: Trajectory, domain: Domain) -> tuple[list[Write], 
 def _first_out_of_order(writes: list[Write], gold: GoldPath) -> tuple[Write, Action] | None:
     """The first gold call the agent made before one the gold solution makes earlier, with that earlier call: the
     same changes in another order end in another state (a price difference charged twice, a history reordered)."""
-    order = {_signature(action): index for index, (action, _) in enumerate(gold.writes)}
-    made = [(w, order[_signature(w.action)]) for w in writes if w.ok and _signature(w.action) in order]
+    order = {signature(action): index for index, (action, _) in enumerate(gold.writes)}
+    made = [(w, order[signature(w.action)]) for w in writes if w.ok and signature(w.action) in order]
     for position, (write, index) in enumerate(made):
         later = [other for _, other in made[position + 1 :] if other < index]
         if later:
@@ -162,16 +162,16 @@ def _skipped_first_step(
     the agent never made (a cabin changed on the old flights before the flights change): one change the policy
     makes in two steps, made in one, skips the step that had to come first (a failed try at that step is an
     error of its own)."""
-    made = {_signature(w.action) for w in writes if w.ok}
-    order = [_signature(action) for action, _ in gold.writes]
+    made = {signature(w.action) for w in writes if w.ok}
+    order = [signature(action) for action, _ in gold.writes]
     for write in writes:
-        if not write.ok or _signature(write.action) not in order:
+        if not write.ok or signature(write.action) not in order:
             continue
-        for earlier, records in gold.writes[: order.index(_signature(write.action))]:
+        for earlier, records in gold.writes[: order.index(signature(write.action))]:
             existing = all(_base_value(domain, record) is not None for record in records)  # not a booking
             same_records = existing and bool(records) and records <= set(write.changed)
             tried = any(not w.ok and w.action.name == earlier.name and w.step < write.step for w in writes)
-            skipped = _signature(earlier) not in made and not tried and records & unexplained
+            skipped = signature(earlier) not in made and not tried and records & unexplained
             if earlier.name == write.action.name and same_records and skipped:
                 return write, earlier
     return None
@@ -228,12 +228,12 @@ def _attempts(writes: list[Write], gold: GoldPath, deviating: set[int]) -> list[
     that changes nothing is excused when the gold solution makes the very same call and it changes nothing there
     either (the gold solution's own failing calls), as many times as the gold solution makes it. Writes are never
     paired with gold writes by their order."""
-    failing_gold = Counter(_signature(action) for action, records in gold.writes if not records)
+    failing_gold = Counter(signature(action) for action, records in gold.writes if not records)
     found = []
     for write in writes:
-        excused = not write.changed and failing_gold[_signature(write.action)] > 0
+        excused = not write.changed and failing_gold[signature(write.action)] > 0
         if excused:
-            failing_gold[_signature(write.action)] -= 1
+            failing_gold[signature(write.action)] -= 1
         elif not write.changed or write.step in deviating:
             found.append(write)
     return found
@@ -266,10 +266,6 @@ def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]], made: list[
         or next((g for g, _ in missing if same_record(g)), None)
         or (same_act[0] if same_act else None)
     )
-
-
-def _signature(action: Action) -> str:
-    return json.dumps(action.model_dump(), sort_keys=True)
 
 
 def _shares_id(a: Action, b: Action) -> bool:
@@ -334,16 +330,10 @@ def _left_out_at(trajectory: Trajectory, gold: Action, ending: int) -> int | Non
     flights on May 22, PUNERT and HSR97W: would you like to cancel one?"), when no call after it acts on that record:
     the plan left it out (an offer for one other record is a step of a plan, not the plan)."""
     messages, words, wanted = trajectory.messages, topic_words(gold.name), record_ids(gold)
-    if len(wanted) != 1:
+    among = shown_among(messages, gold, ending)
+    if among is None:
         return None
-    record = wanted[0].lstrip("#")
-    shape = re.compile(id_shape(record))
-    shown = next(
-        (i for i in range(1, ending) if messages[i]["role"] == "tool" and record in messages[i]["content"]), None
-    )
-    if shown is None:
-        return None
-    siblings = set(shape.findall(messages[shown]["content"])) - {record}  # the records shown with it
+    record, shape, shown, siblings = among
     acted = _calls_on(messages, wanted)
     for index in range(shown + 1, ending):
         if messages[index]["role"] != "assistant" or messages[index].get("tool_calls"):
@@ -355,6 +345,24 @@ def _left_out_at(trajectory: Trajectory, gold: Action, ending: int) -> int | Non
             if len(others) > 1 and record not in paragraph and any(word in paragraph.lower() for word in words):
                 return index
     return None
+
+
+def shown_among(messages: list[dict], gold: Action, before: int) -> tuple[str, re.Pattern, int, set[str]] | None:
+    """The one record a write acts on, as shown among others: the record's id, the pattern of ids like it
+    (`id_shape`), the first tool result before `before` that shows it, and the ids of that shape shown beside it (a
+    profile's reservations); None for a write on several records or on one no tool result showed."""
+    wanted = record_ids(gold)
+    if len(wanted) != 1:
+        return None
+    record = wanted[0].lstrip("#")
+    shape = re.compile(id_shape(record))
+    shown = next(
+        (i for i in range(1, before) if messages[i]["role"] == "tool" and record in (messages[i]["content"] or "")),
+        None,
+    )
+    if shown is None:
+        return None
+    return record, shape, shown, set(shape.findall(messages[shown]["content"])) - {record}
 
 
 def _calls_on(messages: list[dict], records: list[str]) -> list[int]:
@@ -394,8 +402,8 @@ def _outputs_due_at(trajectory: Trajectory, ending: int) -> int:
     """Where required outputs never said were due: the agent's first closing message ("anything else?") after its
     last call that the gold solution also makes (from the start when it makes none); else `ending`."""
     messages = trajectory.messages
-    gold = {_signature(action) for action in trajectory.privileged.gold_actions}
-    last = max((step for step, call in tool_turns(messages) if _signature(call.action) in gold), default=0)
+    gold = {signature(action) for action in trajectory.privileged.gold_actions}
+    last = max((step for step, call in tool_turns(messages) if signature(call.action) in gold), default=0)
     return next((i for i in range(last + 1, ending) if _closes(messages[i])), ending)
 
 
@@ -452,13 +460,13 @@ def replay_findings(
     findings: list[Finding] = []
     explained: set[Record] = set()
     current: dict[Record, Any] = {}
-    gold_calls = {_signature(action) for action, _ in gold.writes}
+    gold_calls = {signature(action) for action, _ in gold.writes}
     touched: set[tuple[Record, str]] = set()  # the (record, field) pairs the agent's writes changed
     for write in writes:
         touched |= _changed_fields(domain, current, write.values)
         off_path = (
             set()
-            if _signature(write.action) in gold_calls
+            if signature(write.action) in gold_calls
             else {  # a gold call is right wherever it comes
                 k
                 for k, state in write.changed.items()
@@ -484,7 +492,7 @@ def replay_findings(
         write, expected = early
         findings.append(Finding(write.step, "replay.out_of_order", "wrong_sequence", "critical", expected))
         explained |= wrong
-    done = {_signature(w.action) for w in writes if w.ok}
+    done = {signature(w.action) for w in writes if w.ok}
     # a record a wrong write explains can also lack a gold act the agent never made, on a field no agent write
     # touched (the passengers, never changed, beside a flights change paid with the wrong card)
     untouched = {
@@ -495,16 +503,16 @@ def replay_findings(
     }
     acts = {w.action.name for w in writes}
     partly = {
-        _signature(g) for (g, _), changed in zip(gold.writes, gold.fields) if changed & untouched and g.name not in acts
+        signature(g) for (g, _), changed in zip(gold.writes, gold.fields) if changed & untouched and g.name not in acts
     }
     missing = [
         (g, recs)
         for g, recs in gold.writes
-        if (recs & (wrong - explained) or _signature(g) in partly) and _signature(g) not in done
+        if (recs & (wrong - explained) or signature(g) in partly) and signature(g) not in done
     ]
-    gold_calls = {_signature(g) for g, _ in gold.writes}
-    made = [w for w in writes if w.changed and _signature(w.action) in gold_calls]
-    tried = [(g, recs) for g, recs in missing if _signature(g) not in partly]  # an act never made was never tried
+    gold_calls = {signature(g) for g, _ in gold.writes}
+    made = [w for w in writes if w.changed and signature(w.action) in gold_calls]
+    tried = [(g, recs) for g, recs in missing if signature(g) not in partly]  # an act never made was never tried
     charged = next(((w, g) for w in _attempts(writes, gold, deviating) if (g := _aimed_at(w, tried, made))), None)
     if charged is not None:
         write, expected = charged
@@ -515,7 +523,7 @@ def replay_findings(
             category = write_category(write.action, expected)
             findings.append(Finding(write.step, "replay.write_missed_gold", category, "critical", expected))
         explained |= next(recs for g, recs in missing if g is expected)
-    omitted = (wrong - explained).union(*(recs for g, recs in missing if _signature(g) in partly))
+    omitted = (wrong - explained).union(*(recs for g, recs in missing if signature(g) in partly))
     for gold_write, records in missing:  # a needed write never made, because an earlier write made it impossible
         blocker = (
             _blocking_write(trajectory, domain, writes, len(trajectory.messages), gold_write)
@@ -530,7 +538,7 @@ def replay_findings(
     if omitted:
         step, action = ending
         # a change the agent never touched comes first (the other wrong records may follow from the wrong write)
-        gold_write = next((g for g, recs in missing if _signature(g) in partly and recs & omitted), None) or next(
+        gold_write = next((g for g, recs in missing if signature(g) in partly and recs & omitted), None) or next(
             (g for g, recs in missing if recs & omitted), None
         )
         left_out = _left_out_at(trajectory, gold_write, step) if gold_write is not None else None

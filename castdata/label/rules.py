@@ -46,7 +46,7 @@ import re
 
 from castdata.envs import RESPOND, Domain
 from castdata.envs.reproduce import replay_record
-from castdata.label.acts import topic_words
+from castdata.label.acts import signature, topic_words
 from castdata.label.findings import Finding
 from castdata.label.payments import names_payment, payment_ids
 from castdata.label.policy_rules import cabin_set, cancellation, compensation, forbidden_write, item_swap
@@ -278,10 +278,6 @@ def _swap_forbidden(domain: Domain, action: Action) -> bool:
     return item_swap(domain, [str(i) for i in old], [str(i) for i in new]) == "forbidden"
 
 
-def _signature(action: Action) -> str:
-    return json.dumps([action.name, action.kwargs], sort_keys=True)
-
-
 def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
     """Every policy rule violation of an episode, in step order."""
     findings: list[Finding] = []
@@ -325,10 +321,10 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             findings.append(Finding(step, "rule.ungrounded_id", "ungrounded_claim", "minor"))
         ok = step + 1 < len(messages) and not str(messages[step + 1].get("content") or "").startswith("Error")
         if kind == "read" and violation != "malformed_tool_call":
-            if _signature(action) in reads:
+            if signature(action) in reads:
                 findings.append(Finding(step, "rule.repeated_read", "redundant_action", "minor"))
             if ok:
-                reads.add(_signature(action))
+                reads.add(signature(action))
         elif kind == "write":
             reads.clear()
         needs_auth = bool(domain.catalog.auth_tools) and not authenticated
