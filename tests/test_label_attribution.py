@@ -491,13 +491,7 @@ def test_a_change_never_made_beside_a_wrong_write_on_its_record_was_refused_wher
     refusal = ep.say(said + "I can upgrade FQ8APE to economy and add 3 bags. Confirm (yes/no)?", "Yes.")
     legs = [("HAT056", "2024-05-25"), ("HAT138", "2024-05-25")]
     write = ep.change_flights("FQ8APE", "economy", legs, "credit_card_6754990")
-    ep.call(
-        "update_reservation_baggages",
-        reservation_id="FQ8APE",
-        total_baggages=3,
-        nonfree_baggages=0,
-        payment_id="gift_card_8190333",
-    )
+    ep.add_bags("FQ8APE", 3, 0, "gift_card_8190333")
     ep.say("Done: economy and 3 bags. Anything else?", STOP)
     assert judge(ep.build()).first_error == (refusal if refused else write)
 

@@ -306,13 +306,7 @@ def test_checked_bags_the_gold_charges_a_gold_member_for_are_the_tasks_fault(non
     ep.call("get_user_details", user_id="yara_garcia_1905")
     ep.call("get_reservation_details", reservation_id="HXDUBJ")
     ep.say(f"I will add 2 checked bags to HXDUBJ, {nonfree} paid. Confirm (yes/no)?", "Yes.")
-    ep.call(
-        "update_reservation_baggages",
-        reservation_id="HXDUBJ",
-        total_baggages=2,
-        nonfree_baggages=nonfree,
-        payment_id="gift_card_6941833",
-    )
+    ep.add_bags("HXDUBJ", 2, nonfree, "gift_card_6941833")
     ep.say("Done. Anything else?", STOP)
     assert _faulted(ep, "fault.gold_against_policy") == (not nonfree)
 

@@ -89,13 +89,7 @@ def test_a_retry_after_a_write_that_failed_is_covered_by_the_same_yes():
     guessed = ep.call(upgrade.name, **{**upgrade.kwargs, "payment_id": "credit_card_7334"})
     ep.call("get_user_details", user_id="aarav_ahmed_6699")
     retry = ep.call(upgrade.name, **upgrade.kwargs)
-    bags = ep.call(
-        "update_reservation_baggages",
-        reservation_id="M20IZO",
-        total_baggages=2,
-        nonfree_baggages=0,
-        payment_id="credit_card_9074831",
-    )
+    bags = ep.add_bags("M20IZO", 2, 0, "credit_card_9074831")
     ep.say("Done. Anything else?", STOP)
     judged = judge(ep.build())
 
@@ -161,15 +155,7 @@ def test_checked_bags_paid_beyond_the_allowance_are_miscounted():
     steps = []
     for total, nonfree in ((2, 1), (3, 0)):
         ep.say(f"I will set HXDUBJ to {total} checked bags, {nonfree} paid. Confirm (yes/no)?", "Yes.")
-        steps.append(
-            ep.call(
-                "update_reservation_baggages",
-                reservation_id="HXDUBJ",
-                total_baggages=total,
-                nonfree_baggages=nonfree,
-                payment_id="gift_card_6941833",
-            )
-        )
+        steps.append(ep.add_bags("HXDUBJ", total, nonfree, "gift_card_6941833"))
     ep.say("Done. Anything else?", STOP)
     judged = judge(ep.build())
     assert "rule.bags_miscounted" in _signals(judged, steps[0])

@@ -66,6 +66,16 @@ class Script:
             "update_reservation_flights", reservation_id=reservation_id, cabin=cabin, flights=flights, payment_id=payment_id
         )
 
+    def add_bags(self, reservation_id: str, total: int, nonfree: int, payment_id: str) -> int:
+        """An airline checked-bag change (`update_reservation_baggages`) to `total` bags, `nonfree` of them paid."""
+        return self.call(
+            "update_reservation_baggages",
+            reservation_id=reservation_id,
+            total_baggages=total,
+            nonfree_baggages=nonfree,
+            payment_id=payment_id,
+        )
+
     def gold(self, confirm: bool = True) -> None:
         """Play the task's gold tool calls in order, asking for (and getting) a yes before each write when `confirm`."""
         for action in self.task.actions:
