@@ -143,12 +143,15 @@ def test_requests_go_to_the_endpoint_with_fewest_outstanding(monkeypatch: pytest
     async def burst(backend) -> None:
         await asyncio.gather(*(backend.chat(ASK) for _ in range(60)))
 
-    with ChatServer(weather, FaultPlan(latency_s=0.15)) as slow, ChatServer(weather, FaultPlan(latency_s=0.01)) as fast:
+    # The first 8 requests split 4/4 (ties go to the first url); then the slow server holds its 4 for a second
+    # while the fast one answers the other 52. A throughput ratio at 0.15 s against 0.01 s failed on a loaded CI
+    # machine (45/15): client overhead, not the servers, set the pace there.
+    with ChatServer(weather, FaultPlan(latency_s=1.0)) as slow, ChatServer(weather) as fast:
         spec = spec_for(slow, base_url=None, max_concurrency=4, options={"base_urls": [slow.base_url, fast.base_url]})
         run(burst, spec)
-        assert slow.stats.max_in_flight <= 4 and fast.stats.max_in_flight <= 4
+        assert slow.stats.max_in_flight == 4 and fast.stats.max_in_flight <= 4
         assert slow.stats.total + fast.stats.total == 60
-        assert fast.stats.total > 3 * slow.stats.total > 0
+        assert fast.stats.total > 3 * slow.stats.total > 0  # 56/4; 54/6 with the 2 cores busy
     with pytest.raises(ConfigError, match=r"either base_url or options\.base_urls"):
         run(burst, spec_for(slow, options={"base_urls": [slow.base_url]}))
 
