@@ -669,3 +669,68 @@ def test_a_loop_of_repeated_calls_the_step_limit_ended_began_at_its_first_repeat
         ep.call(lookup.name, **lookup.kwargs)
     ep.termination = "max_steps"
     assert judge(ep.build()).first_error == (after_word if speaks else first_repeat)
+
+
+ADDRESS = Action(name="modify_pending_order_address", kwargs={"order_id": "#W5270061", "city": "Charlotte"})
+ITEMS = Action(
+    name="modify_pending_order_items",
+    kwargs={"order_id": "#W5270061", "item_ids": ["2492465580"], "new_item_ids": ["5917587651"]},
+)
+ORDER = {
+    "order_id": "#W5270061",
+    "status": "pending",
+    "items": [{"name": "Backpack", "item_id": "2492465580", "options": {"size": "small", "material": "nylon"}}],
+}
+
+
+@pytest.mark.parametrize("then", ["asks to confirm it", "offers a transfer"])
+def test_a_refusal_the_agent_then_asks_to_confirm_on_its_record_was_taken_back(then):
+    """Part 4's retail 71 shape: listing the orders, the agent states a rule ("You can only modify the shipping
+    address for orders that are still pending"), then asks to confirm the address change of the pending order: it
+    refused nothing. Retail 85's shape: a later offer to transfer the user "to resolve your exchange request" asks
+    to confirm no act ("exchange" holds no "change"), and the refusal stands."""
+    messages = _messages(("user", "I want to update the shipping address of my order."))
+    messages += _call("get_order_details", json.dumps(ORDER))
+    messages += _messages(
+        ("assistant", "Order #W5270061 (pending). You can only modify the shipping address for pending orders."),
+        ("user", "Then update #W5270061, please."),
+        (
+            "assistant",
+            "To confirm, you'd like to update the shipping address for order #W5270061 to Charlotte. Is this correct?"
+            if then == "asks to confirm it"
+            else "Would you like me to transfer you to a human agent to resolve your exchange request for #W5270061?",
+        ),
+        ("user", "Yes."),
+    )[1:]
+    assert refusal(messages, len(messages), ADDRESS) == (None if then == "asks to confirm it" else 4)
+
+
+def test_a_note_that_a_change_can_be_made_only_once_refuses_nothing():
+    """The retail policy's caution ("this action can only be done once") comes with an offer to make the change:
+    no refusal of it. The rule the policy states for other orders ("can only be modified if pending") is one."""
+    messages = _messages(("user", "I'd like to change the items in my order #W5270061."))
+    messages += _call("get_order_details", json.dumps(ORDER))
+    messages += _messages(
+        ("assistant", "Please note that modifying the items of #W5270061 can only be done once. Which items?"),
+        ("user", "The backpack, to a medium polyester one."),
+    )[1:]
+    assert refusal(messages, len(messages), ITEMS) is None
+    messages[4]["content"] = "Order #W5270061 can only be modified while it is pending."
+    assert refusal(messages, len(messages), ITEMS) == 4
+
+
+@pytest.mark.parametrize("names_it", [True, False], ids=["a paragraph names the item", "only a later one does"])
+def test_a_paragraph_that_says_an_item_of_the_write_is_unavailable_refuses_the_write(names_it):
+    """Part 4's retail 71: without naming the order or the act, the agent says the medium polyester backpack the
+    user asked for is "not showing up as available": a refusal of the change to the backpack the order holds. A
+    paragraph on what its tool can show ("I'm only able to retrieve a single variant at a time") that asks about
+    the backpack in another paragraph refuses nothing."""
+    messages = _messages(("user", "Please change the items in my order #W5270061: the backpack to medium polyester."))
+    messages += _call("get_order_details", json.dumps(ORDER))
+    claim = (
+        "The medium polyester backpack you asked for is not showing up as available right now.\n\nAnything else?"
+        if names_it
+        else "I'm only able to retrieve a single variant at a time.\n\nFor the backpack: is size your main concern?"
+    )
+    messages += _messages(("assistant", claim), ("user", "Okay."))[1:]
+    assert refusal(messages, len(messages), ITEMS) == (4 if names_it else None)

@@ -40,10 +40,11 @@ from castdata.records import Action, Trajectory
 REFUSAL = re.compile(
     r"\b(?:can ?not|can't|cannot|unable to|not able to|not possible|isn't possible|not eligible|ineligible|"
     r"not allowed|isn't allowed|don't have (?:the )?(?:ability|access)|do not have (?:the )?(?:ability|access)|"
-    r"only (?:able|possible)|unfortunately|not permitted|won't be able|can only|may only|"
+    r"only (?:able|possible)|unfortunately|not permitted|won't be able|(?:can|may) only(?! be (?:done|made|modified) once)|"
     r"(?:do not|don't) see any|(?:could not|couldn't) find|"
     # a claim that what the user asked for does not exist ("no blue variant available", "did not find a speaker")
-    r"(?:did not|didn't) find|(?:do not|don't) see (?:a|an|the)|"
+    r"(?:did not|didn't) find|(?:do not|don't) see (?:a|an|the)|(?:am not|'m not|not) seeing (?:a|an|the|any)|"
+    r"not (?:showing(?: up)?|shown|listed|appearing) as available|"
     r"there (?:is|are) (?:currently )?no|not (?:currently )?available|unavailable|"
     r"(?:only|just) one \w+(?: \w+)? (?:variant|option|model)s? (?:is )?available|(?:is|are) only available in)\b",
     re.I,
@@ -377,7 +378,7 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
         )
 
     asked, specific = first_ask(words), first_ask(specific_words(action.name))
-    own = targets(action)
+    own, names = targets(action), item_names(messages, before, action)
     looked = next(
         (
             i
@@ -398,12 +399,34 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
         if _offers(text, words):
             continue  # it declines something else and offers this act ("I can help you modify your order")
         lowered = text.lower()
-        if any(mentions(text, token) for token in targets(action)) or any(word in lowered for word in words):
+        if (
+            any(mentions(text, token) for token in own)
+            or any(word in lowered for word in words)
+            or any(_refuses_item(paragraph, names) for paragraph in lowered.split("\n\n"))
+        ):
             return index
     return None
 
 
+def _refuses_item(paragraph: str, names: set[str]) -> bool:
+    """Whether one paragraph refuses and names an item the write acts on ("a medium backpack is not available"; a
+    message that says what its tools cannot show and then asks about the items refuses none of them)."""
+    return bool(REFUSAL.search(paragraph)) and any(re.search(rf"\b{re.escape(name)}", paragraph) for name in names)
+
+
+def item_names(messages: list[dict[str, Any]], before: int, action: Action) -> set[str]:
+    """The names (lowercased) the tool results before `before` give the items a write acts on ("backpack")."""
+    items = action.kwargs.get("item_ids")
+    return {
+        record["name"].lower()
+        for item in (items if isinstance(items, list) else ())
+        for record, _ in shown_records(messages, before, str(item))
+        if isinstance(record.get("name"), str) and record.get("item_id") == item
+    }
+
+
 _OFFER = re.compile(r"\b(?:i can|i could|i'd be happy to|i would be happy to|would you like me to)\b", re.I)
+_HAND_OFF = re.compile(r"\b(?:transfer|human|representative|specialist)", re.I)
 
 
 def _offers(text: str, words: tuple[str, ...]) -> bool:
@@ -411,6 +434,22 @@ def _offers(text: str, words: tuple[str, ...]) -> bool:
     return any(
         _OFFER.search(sentence) and not REFUSAL.search(sentence) and any(word in sentence.lower() for word in words)
         for sentence in re.split(r"(?<=[.!?])\s+", text)
+    )
+
+
+def _asks_to_confirm(text: str, action: Action) -> bool:
+    """Whether an agent message that refuses nothing asks the user to confirm `action`'s act on its record (a
+    sentence asks to go ahead with the act; an offer of a transfer is none)."""
+    words = specific_words(action.name)
+    return (
+        not REFUSAL.search(text)
+        and any(mentions(text, token) for token in targets(action))
+        and any(
+            ASKS_TO_CONFIRM.search(sentence)
+            and not _HAND_OFF.search(sentence)
+            and any(re.search(rf"\b{word}", sentence, re.I) for word in words)
+            for sentence in re.split(r"(?<=[.!?])\s+", text)
+        )
     )
 
 
@@ -434,13 +473,19 @@ def insisted(messages: list[dict[str, Any]], before: int, domain: Domain) -> int
 
 
 def _tried_after(messages: list[dict[str, Any]], start: int, before: int, action: Action) -> bool:
-    """Whether the agent made `action`'s act on its record between `start` and `before` (a refusal it went back on;
-    the act made on another record goes back on nothing)."""
+    """Whether the agent made `action`'s act on its record between `start` and `before`, or asked the user to confirm
+    it (a refusal it went back on; the act on another record goes back on nothing)."""
     records = record_ids(action)
-    return any(
+    if any(
         call.name == action.name and record_ids(call.action) == records
         for step, call in tool_turns(messages)
         if start < step < before
+    ):
+        return True
+    return any(
+        _asks_to_confirm(messages[index]["content"], action)
+        for index in _agent_texts(messages, before)
+        if index > start
     )
 
 
