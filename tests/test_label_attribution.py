@@ -12,7 +12,15 @@ import pytest
 from golden.script import STOP, Script
 
 from castdata.envs import load_domain
-from castdata.label.attribution import describes, descriptions, insisted, refusal, said_first, wrong_answer
+from castdata.label.attribution import (
+    REFUSAL,
+    describes,
+    descriptions,
+    insisted,
+    refusal,
+    said_first,
+    wrong_answer,
+)
 from castdata.label.hindsight import judge
 from castdata.records import Action
 
@@ -566,6 +574,18 @@ def test_a_confirmation_that_listed_a_wrong_count_is_where_the_error_was_said(li
     assert judge(ep.build()).first_error == (summary if listed else write)
 
 
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "There is currently no blue variant available",
+        "The blue variant is out of stock",
+        "A blue version does not appear in the available options",
+    ],
+)
+def test_claims_that_an_option_does_not_exist_are_refusals(claim):
+    assert REFUSAL.search(f"{claim} for your earbuds.")
+
+
 @pytest.mark.parametrize("claims_none", [True, False], ids=["said no blue one exists", "closed without a word"])
 def test_a_claim_that_the_asked_for_option_does_not_exist_is_a_refusal(claims_none):
     """Part 4's retail 60 shape (retail test task 60): asked for blue earbuds, the agent fails an email lookup ("I
@@ -688,7 +708,8 @@ def test_a_refusal_the_agent_then_asks_to_confirm_on_its_record_was_taken_back(t
     """Part 4's retail 71 shape: listing the orders, the agent states a rule ("You can only modify the shipping
     address for orders that are still pending"), then asks to confirm the address change of the pending order: it
     refused nothing. Retail 85's shape: a later offer to transfer the user "to resolve your exchange request" asks
-    to confirm no act ("exchange" holds no "change"), and the refusal stands."""
+    to confirm no act ("exchange" holds no "change"), and the refusal stands. A confirmation request may name an
+    item the write changes in place of its order."""
     messages = _messages(("user", "I want to update the shipping address of my order."))
     messages += _call("get_order_details", json.dumps(ORDER))
     messages += _messages(
@@ -703,6 +724,16 @@ def test_a_refusal_the_agent_then_asks_to_confirm_on_its_record_was_taken_back(t
         ("user", "Yes."),
     )[1:]
     assert refusal(messages, len(messages), ADDRESS) == (None if then == "asks to confirm it" else 4)
+    items = _messages(("user", "Please change the backpack in my order #W5270061."))
+    items += _call("get_order_details", json.dumps(ORDER))
+    items += _messages(
+        ("assistant", "I'm unable to change #W5270061 right now."),
+        ("user", "Please try again: a medium polyester one."),
+        ("assistant", "I found one. Shall I proceed to change your backpack to the medium polyester one (yes/no)?"),
+    )[1:]
+    assert refusal(items, len(items), ITEMS) is None
+    items[-1]["content"] = "I found one. Shall I proceed to change it to the medium polyester one (yes/no)?"
+    assert refusal(items, len(items), ITEMS) == 4  # names neither the order nor the backpack
 
 
 def test_a_note_that_a_change_can_be_made_only_once_refuses_nothing():
@@ -734,3 +765,31 @@ def test_a_paragraph_that_says_an_item_of_the_write_is_unavailable_refuses_the_w
     )
     messages += _messages(("assistant", claim), ("user", "Okay."))[1:]
     assert refusal(messages, len(messages), ITEMS) == (4 if names_it else None)
+
+
+@pytest.mark.parametrize("pursued", [True, False], ids=["pursued, then given up", "refused at once"])
+def test_a_failed_try_the_agent_pursued_and_then_gave_up_was_dropped_where_it_gave_up(pursued):
+    """Part 4's retail 73 shape (retail test task 73): the return is tried with made-up item ids and fails; the user
+    agrees to a lookup, and the agent then says it can only get the toothbrush's id and offers a transfer "to
+    complete your return" (a transfer offers no act): the failed try could still be mended, and the refusal is
+    where the return was dropped. A refusal said at once, reporting the failed try, charges the try."""
+    ep = Script("retail", 73)
+    ep.user("Hi, I'm fatima.wilson5721@example.com. I want to return everything I bought except the coffee machine.")
+    ep.call("find_user_id_by_email", email="fatima.wilson5721@example.com")
+    ep.call("get_user_details", user_id="fatima_wilson_7472")
+    ep.say("I will return the toothbrushes, kettle and boots of #W5272531 to your Visa. Confirm (yes/no)?", "Yes.")
+    attempt = ep.call(
+        "return_delivered_order_items",
+        order_id="#W5272531",
+        item_ids=["3320557165", "Electric Kettle", "Hiking Boots"],
+        payment_method_id="credit_card_6824399",
+    )
+    if pursued:
+        ep.say("I need each item's id to process the return. Shall I look them up?", "Yes, please.")
+    refused = ep.say(
+        "It appears I'm only able to retrieve the item ID for the Electric Toothbrush, not for the others. Would you "
+        "like me to transfer you to a human agent to complete your return?",
+        "Yes, please.",
+    )
+    ep.call("transfer_to_human_agents", summary="Return of three items in #W5272531; item ids unavailable.")
+    assert judge(ep.build()).first_error == (refused if pursued else attempt)

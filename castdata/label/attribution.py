@@ -45,7 +45,8 @@ REFUSAL = re.compile(
     # a claim that what the user asked for does not exist ("no blue variant available", "did not find a speaker")
     r"(?:did not|didn't) find|(?:do not|don't) see (?:a|an|the)|(?:am not|'m not|not) seeing (?:a|an|the|any)|"
     r"not (?:showing(?: up)?|shown|listed|appearing) as available|"
-    r"there (?:is|are) (?:currently )?no|not (?:currently )?available|unavailable|"
+    r"there (?:is|are) (?:currently )?no|not (?:currently )?available|unavailable|out of stock|not in stock|"
+    r"(?:does|do|did) not appear (?:in|among|to be available)|"
     r"(?:only|just) one \w+(?: \w+)? (?:variant|option|model)s? (?:is )?available|(?:is|are) only available in)\b",
     re.I,
 )
@@ -430,26 +431,30 @@ _HAND_OFF = re.compile(r"\b(?:transfer|human|representative|specialist)", re.I)
 
 
 def _offers(text: str, words: tuple[str, ...]) -> bool:
-    """Whether a sentence of a message offers the act (`words`) and refuses nothing."""
+    """Whether a sentence of a message offers the act (`words`) and refuses nothing (an offer of a transfer offers
+    no act)."""
     return any(
-        _OFFER.search(sentence) and not REFUSAL.search(sentence) and any(word in sentence.lower() for word in words)
+        _OFFER.search(sentence)
+        and not REFUSAL.search(sentence)
+        and not _HAND_OFF.search(sentence)
+        and any(word in sentence.lower() for word in words)
         for sentence in re.split(r"(?<=[.!?])\s+", text)
     )
 
 
-def _asks_to_confirm(text: str, action: Action) -> bool:
-    """Whether an agent message that refuses nothing asks the user to confirm `action`'s act on its record (a
-    sentence asks to go ahead with the act; an offer of a transfer is none)."""
+def _asks_to_confirm(text: str, action: Action, names: set[str]) -> bool:
+    """Whether an agent message asks the user to confirm `action`'s act on its record: it names the record (or one
+    of the item `names` the act changes), and a sentence that refuses nothing asks to go ahead with the act (an offer
+    of a transfer is none)."""
     words = specific_words(action.name)
     return (
-        not REFUSAL.search(text)
-        and any(mentions(text, token) for token in targets(action))
-        and any(
-            ASKS_TO_CONFIRM.search(sentence)
-            and not _HAND_OFF.search(sentence)
-            and any(re.search(rf"\b{word}", sentence, re.I) for word in words)
-            for sentence in re.split(r"(?<=[.!?])\s+", text)
-        )
+        any(mentions(text, token) for token in targets(action)) or any(name in text.lower() for name in names)
+    ) and any(
+        ASKS_TO_CONFIRM.search(sentence)
+        and not REFUSAL.search(sentence)
+        and not _HAND_OFF.search(sentence)
+        and any(re.search(rf"\b{word}", sentence, re.I) for word in words)
+        for sentence in re.split(r"(?<=[.!?])\s+", text)
     )
 
 
@@ -482,8 +487,9 @@ def _tried_after(messages: list[dict[str, Any]], start: int, before: int, action
         if start < step < before
     ):
         return True
+    names = item_names(messages, before, action)
     return any(
-        _asks_to_confirm(messages[index]["content"], action)
+        _asks_to_confirm(messages[index]["content"], action, names)
         for index in _agent_texts(messages, before)
         if index > start
     )
@@ -552,6 +558,30 @@ def failed_write(messages: list[dict[str, Any]], said: int, domain: Domain) -> t
     return failed[-1] if failed else None
 
 
+def _given_up_after(messages: list[dict[str, Any]], finding: Finding, domain: Domain) -> int | None:
+    """The refusal of a gold write that an earlier failed try aimed at (`finding`, a `replay.write_missed_gold` at a
+    write that errored), when the agent spoke of that act between them and the user answered, made no other write
+    between them, and the refusal reports no failed write of its own: the agent went on pursuing the change, then
+    gave it up."""
+    gold = finding.expected
+    if finding.signal != "replay.write_missed_gold" or gold is None or not call_failed(messages, finding.step):
+        return None
+    said = refusal(messages, len(messages), gold)
+    if said is None or said < finding.step or failed_write(messages, said, domain) is not None:
+        return None
+    if any(
+        finding.step < step < said and domain.tool_kind(call.name) == "write" for step, call in tool_turns(messages)
+    ):
+        return None  # it went on to other changes
+    words = specific_words(gold.name)
+    pursued = [
+        index
+        for index in _agent_texts(messages, said)
+        if index > finding.step and any(word in messages[index]["content"].lower() for word in words)
+    ]
+    return said if pursued and any(m["role"] == "user" for m in messages[pursued[0] : said]) else None
+
+
 def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -> list[Finding]:
     """The replay's critical findings moved to where each error was said (rule findings are kept as they are)."""
     messages = trajectory.messages
@@ -560,7 +590,17 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
         if not finding.critical:
             moved.append(finding)
             continue
-        if finding.signal in ("replay.write_off_gold", "replay.write_missed_gold"):
+        given_up = _given_up_after(messages, finding, domain)
+        if given_up is not None:  # the failed try could be mended; the refusal after it dropped the change
+            finding = Finding(
+                given_up,
+                "said.refusal",
+                "wrong_refusal",
+                "critical",
+                ask_to_confirm(finding.expected),
+                finding.expected,
+            )
+        elif finding.signal in ("replay.write_off_gold", "replay.write_missed_gold"):
             action = _action_at(trajectory, finding.step)
             hand_off = _hand_off(trajectory, domain)
             pursued = (
