@@ -793,3 +793,27 @@ def test_a_failed_try_the_agent_pursued_and_then_gave_up_was_dropped_where_it_ga
     )
     ep.call("transfer_to_human_agents", summary="Return of three items in #W5272531; item ids unavailable.")
     assert judge(ep.build()).first_error == (refused if pursued else attempt)
+
+
+@pytest.mark.parametrize("asks", [True, False], ids=["the listing asks to cancel these", "it only lists them"])
+def test_a_listing_that_asks_to_go_ahead_with_the_act_on_those_listed_offers_it(asks):
+    """Airline 33.1's shape (airline test task 33): the agent lists S61CZX and WUNA5K as the reservations with long
+    flights and asks "Would you like to proceed with canceling these reservations?"; on the user's yes it confirms
+    both, cancels S61CZX (the gold's own cancellation, so no alternative to WUNA5K) and then WUNA5K, a flown trip
+    gold leaves alone. The listing offered the wrong cancellation. A listing that only shows them offers nothing,
+    and the confirmation request is where the error was said."""
+    ep = Script("airline", 33)
+    ep.user("Hi, I'm sophia_silva_7557. Cancel my reservations with flights over 3 hours.")
+    ep.call("get_user_details", user_id="sophia_silva_7557")
+    for reservation in ("S61CZX", "WUNA5K"):
+        ep.call("get_reservation_details", reservation_id=reservation)
+    ending = "\n\nWould you like to proceed with canceling these reservations?" if asks else ""
+    listing = ep.say(
+        "Your reservations with flights over 3 hours:\n\n1. S61CZX: LAX to EWR\n\n2. WUNA5K: ORD to PHL" + ending,
+        "Yes, cancel both.",
+    )
+    confirm = ep.say("To confirm: cancel S61CZX and WUNA5K, reason: change of plan. Shall I proceed?", "Yes.")
+    ep.call("cancel_reservation", reservation_id="S61CZX")
+    ep.call("cancel_reservation", reservation_id="WUNA5K")
+    ep.say("Both are cancelled. Anything else?", STOP)
+    assert judge(ep.build()).first_error == (listing if asks else confirm)

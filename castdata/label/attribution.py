@@ -265,10 +265,7 @@ def said_first(
             break
         if index != texts[-1] and any(mentions(text, value) for value in right):
             break
-        if act and not any(
-            any(mentions(part, token) for token in tokens) and any(word in part.lower() for word in act)
-            for part in text.split("\n\n")
-        ):
+        if act and not _offers_listed(text, tokens, act):
             break
         found = index
     if found == step and topic:  # a wrong act: the run of offers that name the write's values ends with the latest
@@ -283,6 +280,25 @@ def said_first(
                 break
             found = index
     return found
+
+
+def _offers_listed(text: str, tokens: list[str], act: tuple[str, ...]) -> bool:
+    """Whether a message speaks of the act (`act`: its words) on a record it names (`tokens`): a paragraph names
+    the record and the act, or the message lists the record and its last paragraph asks to go ahead with the act
+    on those listed ("Would you like to proceed with canceling these reservations?"). A listing that only shows
+    the record speaks of no act."""
+    paragraphs = text.split("\n\n")
+    if any(
+        any(mentions(part, token) for token in tokens) and any(word in part.lower() for word in act)
+        for part in paragraphs
+    ):
+        return True
+    return any(mentions(text, token) for token in tokens) and any(
+        (ASKS_TO_CONFIRM.search(sentence) or _OFFER.search(sentence))
+        and re.search(r"\b(?:these|those|them|both|all)\b", sentence, re.I)
+        and any(word in sentence.lower() for word in act)
+        for sentence in re.split(r"(?<=[.!?])\s+", paragraphs[-1])
+    )
 
 
 def _searched_with(messages: list[dict[str, Any]], result: int, tokens: list[str]) -> int | None:
@@ -558,6 +574,14 @@ def failed_write(messages: list[dict[str, Any]], said: int, domain: Domain) -> t
     return failed[-1] if failed else None
 
 
+def _made(messages: list[dict[str, Any]], action: Action | None) -> bool:
+    """Whether the agent made `action` itself (the same call, and it did not fail)."""
+    return action is not None and any(
+        signature(call.action) == signature(action) and not call_failed(messages, step)
+        for step, call in tool_turns(messages)
+    )
+
+
 def _given_up_after(messages: list[dict[str, Any]], finding: Finding, domain: Domain) -> int | None:
     """The refusal of a gold write that an earlier failed try aimed at (`finding`, a `replay.write_missed_gold` at a
     write that errored), when the agent spoke of that act between them and the user answered, made no other write
@@ -618,6 +642,8 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
                 own = set(targets(action))
                 named = tuple(v for v in string_values(action.kwargs) if v not in own)
                 wrong, right = wrong_tokens(action, finding.expected), tuple(right_tokens(action, finding.expected))
+                if _made(messages, finding.expected):
+                    right = ()  # the expected write was made too: no alternative the user was offered in its place
                 act = topic_words(action.name) if wrong and set(wrong) <= own else ()  # the wrong record itself
                 step = said_first(messages, finding.step, wrong, topic, named, right, act)
                 proposal = proposal_of(messages, finding.step)
