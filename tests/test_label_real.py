@@ -1,4 +1,4 @@
-"""The labeler against careful human judgement on real agents' episodes (tests/golden_real: four parts, each judged
+"""The labeler against careful human judgement on real agents' episodes (tests/golden_real: five parts, each judged
 by two annotators before the labeler was run on it). The bounds are today's measured levels per part
 (benchmarks/README.md), kept as floors: a change that makes labels on real trajectories worse fails here. The
 issue's first-error target (90%) is met on part 1 only, and its flag precision target (95%) on part 2 only; part 4,
@@ -23,6 +23,7 @@ EXPECTED = {
     "part 2": ((40, 30), 2, {"accuracy": 0.82, "close": 30, "no_blame": 5, "precision": 0.95, "false_alarms": 0}),
     "part 3": ((34, 30), 2, {"accuracy": 0.82, "close": 18, "no_blame": 11, "precision": 0.87, "false_alarms": 2}),
     "part 4": ((36, 24), 2, {"accuracy": 0.55, "close": 19, "no_blame": 1, "precision": 0.83, "false_alarms": 1}),
+    "part 5": ((38, 30), 2, {"accuracy": 0.44, "close": 20, "no_blame": 3, "precision": 0.95, "false_alarms": 1}),
 }
 
 
