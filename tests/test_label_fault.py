@@ -136,6 +136,33 @@ def _bottle_swap(says_red: bool) -> Script:
     return ep
 
 
+def _partial_return(listed: str, asked: str) -> Script:
+    """Retail test task 55 (part 5's retail 55 shape): the gold returns all four items of #W4597054; the agent lists
+    the order's items (`listed`), the user names the ones to return (`asked`), and the agent returns three."""
+    ep = Script("retail", 55)
+    ep.user("Hi, I'm Amelia, silva7872@example.com. Money is tight: I want to cancel or return all I can.")
+    for action in ep.task.actions[:9]:
+        ep.call(action.name, **action.kwargs)
+    ep.say(
+        f"#W4597054 is delivered: {listed}. #W7773202 (Hiking Boots) is delivered; #W4836353 and #W7342738 are "
+        "pending. What would you like to do?",
+        f"Cancel both pending orders. Return {asked} from #W4597054, and the Hiking Boots.",
+    )
+    ep.say("I will cancel #W4836353 and #W7342738 (no longer needed). Confirm (yes/no)?", "Yes.")
+    for action in ep.task.actions[9:11]:
+        ep.call(action.name, **action.kwargs)
+    first, boots = ep.task.actions[11:]
+    ep.say(f"I will return {THREE} of #W4597054 and the boots to your gift card. Confirm (yes/no)?", "Yes.")
+    ep.call(first.name, **{**first.kwargs, "item_ids": first.kwargs["item_ids"][:3]})
+    ep.call(boots.name, **boots.kwargs)
+    ep.say("Done. Anything else?", STOP)
+    return ep
+
+
+ALL_FOUR = "Air Purifier, Smart Watch, Coffee Maker and Water Bottle"
+THREE = "the Air Purifier, Smart Watch and Coffee Maker"
+
+
 @pytest.mark.parametrize(
     ("episode", "fault"),
     [
@@ -148,6 +175,7 @@ def _bottle_swap(says_red: bool) -> Script:
         (lambda: _delay_complaint(asks_for_compensation=False), "fault.gold_against_policy"),
         (lambda: _extra_cancellation(offered_by_the_agent=False), "fault.user_asked"),
         (lambda: _bottle_swap(says_red=False), "fault.user_withheld_detail"),
+        (lambda: _partial_return(ALL_FOUR, THREE), "fault.user_left_out_items"),
     ],
     ids=[
         "user id withheld",
@@ -156,6 +184,7 @@ def _bottle_swap(says_red: bool) -> Script:
         "a gold certificate the user never asked for",
         "a record beyond the task the user named and asked for",
         "an option the user never spoke of picks the gold's item",
+        "the user named three of the four items the agent listed",
     ],
 )
 def test_the_failure_is_the_users_or_the_tasks(episode, fault):
@@ -176,6 +205,8 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
         lambda: _delay_complaint(asks_for_compensation=False, transfers=True),
         lambda: _upgrade_paid_by_card(reads_the_profile=False),
         lambda: _upgrade_paid_by_card(reads_the_profile=True),
+        lambda: _partial_return("Air Purifier, Smart Watch and Coffee Maker", THREE),
+        lambda: _partial_return(ALL_FOUR, "the " + ALL_FOUR),
     ],
     ids=[
         "the user gave its id, the agent did nothing",
@@ -187,6 +218,8 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
         "a transfer cut the conversation short before the user could ask",
         "a card named by its digits, charged to one never shown with them",
         "a card named by its digits, charged to one shown with others",
+        "the agent never named the fourth item",
+        "the user asked for all four",
     ],
 )
 def test_otherwise_an_agent_action_is_to_blame(episode):

@@ -18,6 +18,9 @@ solution are used for the verdict only, never in a rationale):
 - `fault.user_withheld_detail`: the only wrong values of the write are items the agent described in the message
   the user said yes to, each with an option the user asked for (its capacity, its size) and differing from the
   gold's item only in options the user never spoke of: what picks the gold's item was never said;
+- `fault.user_left_out_items`: the only difference of the write from the gold write on its record is items left
+  out, each of which the agent had named to the user, while the user named every item the write holds and none of
+  the left-out ones (it chose to return three of four);
 - `fault.user_asked`: the write is an act the gold solution never makes, the user asked for it, and the hidden
   instruction never speaks of such an act; or it acts on a record (an order, a reservation) no gold action
   touches or names, which the user named first, asking for that act; or it changes a record the gold never
@@ -52,6 +55,7 @@ from castdata.label.attribution import (
     agent_text,
     describes,
     descriptions,
+    item_names,
     mentions,
     numbers_in,
     proposal_of,
@@ -253,6 +257,35 @@ def _user_left_open(trajectory: Trajectory, step: int, action: Action, expected:
         if not asked or not said or any(spoken(gold_options[key]) for key in apart):
             return False  # the user asked by no option, never heard this item, or said what picks the gold's
     return True
+
+
+def _user_left_out_items(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:
+    """Whether a write lacks some of the gold write's items on the same record, and nothing else differs, where the
+    agent had named each left-out item to the user, the user named each item the write holds, and no user turn
+    before the write names a left-out one: the user chose the items (`fault.user_left_out_items`)."""
+    if expected is None or expected.name != action.name:
+        return False
+    ours, gold = action.kwargs.get("item_ids"), expected.kwargs.get("item_ids")
+    if not isinstance(ours, list) or not isinstance(gold, list) or not set(ours) < set(gold):
+        return False
+    if any(action.kwargs.get(key) != value for key, value in expected.kwargs.items() if not key.endswith("_ids")):
+        return False
+    if "new_item_ids" in expected.kwargs:  # an exchange or item change keeps the gold's pairing for the items it holds
+        pairs = dict(zip(gold, expected.kwargs["new_item_ids"]))
+        if list(action.kwargs.get("new_item_ids") or []) != [pairs[item] for item in ours]:
+            return False
+    messages = trajectory.messages
+    names = {item: item_names(messages, step, Action(name=action.name, kwargs={"item_ids": [item]})) for item in gold}
+    if not all(names.values()):
+        return False
+    told = "\n".join(agent_text(m) for m in messages[1:step]).lower()
+    user = said_by_user(messages, step).lower()
+    left_out = [item for item in gold if item not in ours]
+    return (
+        all(any(name in told for name in names[item]) for item in left_out)
+        and all(any(name in user for name in names[item]) for item in ours)
+        and not any(name in user for item in left_out for name in names[item])
+    )
 
 
 def _names_alone(message: dict, value: str, other: str) -> bool:
@@ -476,6 +509,8 @@ def user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str
         return "fault.user_chose_target"
     if _user_left_open(trajectory, finding.step, action, finding.expected):
         return "fault.user_withheld_detail"
+    if _user_left_out_items(trajectory, finding.step, action, finding.expected):
+        return "fault.user_left_out_items"
     if (
         _user_asked(trajectory, finding.step, action, finding.expected)
         or _user_added_record(trajectory, domain, finding.step, action)
