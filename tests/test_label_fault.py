@@ -159,6 +159,19 @@ def _partial_return(listed: str, asked: str) -> Script:
     return ep
 
 
+def _cancel_reason(asked: str) -> Script:
+    """Retail test task 69 (part 5's retail 38 shape): the gold cancels #W2417020 as "no longer needed"; the agent's
+    request (`asked`) leads to the user's "ordered by mistake", and the order is cancelled with it."""
+    ep = Script("retail", 69)
+    ep.user("Hi, I'm Emma Smith, zip 10192. Please cancel my laptop order.")
+    for action in ep.task.actions[:3]:
+        ep.call(action.name, **action.kwargs)
+    ep.say(f"I will cancel #W2417020. {asked} Confirm (yes/no)?", "Yes. Reason: ordered by mistake.")
+    ep.call("cancel_pending_order", order_id="#W2417020", reason="ordered by mistake")
+    ep.say("Done. Anything else?", STOP)
+    return ep
+
+
 ALL_FOUR = "Air Purifier, Smart Watch, Coffee Maker and Water Bottle"
 THREE = "the Air Purifier, Smart Watch and Coffee Maker"
 
@@ -176,6 +189,10 @@ THREE = "the Air Purifier, Smart Watch and Coffee Maker"
         (lambda: _extra_cancellation(offered_by_the_agent=False), "fault.user_asked"),
         (lambda: _bottle_swap(says_red=False), "fault.user_withheld_detail"),
         (lambda: _partial_return(ALL_FOUR, THREE), "fault.user_left_out_items"),
+        (
+            lambda: _cancel_reason('Is the reason "no longer needed" or "ordered by mistake"?'),
+            "fault.user_chose_option",
+        ),
     ],
     ids=[
         "user id withheld",
@@ -185,6 +202,7 @@ THREE = "the Air Purifier, Smart Watch and Coffee Maker"
         "a record beyond the task the user named and asked for",
         "an option the user never spoke of picks the gold's item",
         "the user named three of the four items the agent listed",
+        "the user chose the other of the two reasons the agent set out",
     ],
 )
 def test_the_failure_is_the_users_or_the_tasks(episode, fault):
@@ -207,6 +225,7 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
         lambda: _upgrade_paid_by_card(reads_the_profile=True),
         lambda: _partial_return("Air Purifier, Smart Watch and Coffee Maker", THREE),
         lambda: _partial_return(ALL_FOUR, "the " + ALL_FOUR),
+        lambda: _cancel_reason('I will put the reason as "ordered by mistake".'),
     ],
     ids=[
         "the user gave its id, the agent did nothing",
@@ -220,6 +239,7 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
         "a card named by its digits, charged to one shown with others",
         "the agent never named the fourth item",
         "the user asked for all four",
+        "the agent put the reason, never setting out the choice",
     ],
 )
 def test_otherwise_an_agent_action_is_to_blame(episode):

@@ -21,6 +21,8 @@ solution are used for the verdict only, never in a rationale):
 - `fault.user_left_out_items`: the only difference of the write from the gold write on its record is items left
   out, each of which the agent had named to the user, while the user named every item the write holds and none of
   the left-out ones (it chose to return three of four);
+- `fault.user_chose_option`: the only wrong values of the write are words the user said after the agent set them
+  out as a choice beside the gold's ("no longer needed" or "ordered by mistake"): the user picked the other;
 - `fault.user_asked`: the write is an act the gold solution never makes, the user asked for it, and the hidden
   instruction never speaks of such an act; or it acts on a record (an order, a reservation) no gold action
   touches or names, which the user named first, asking for that act; or it changes a record the gold never
@@ -288,6 +290,35 @@ def _user_left_out_items(trajectory: Trajectory, step: int, action: Action, expe
     )
 
 
+def _user_chose_option(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:
+    """Whether the only wrong values of a write are words the user chose from a choice the agent set out with the
+    gold's value beside them ("no longer needed" or "ordered by mistake"), said by the user in its turn after that
+    message (`fault.user_chose_option`)."""
+    if expected is None or expected.name != action.name:
+        return False
+    differing = [key for key in action.kwargs if expected.kwargs.get(key) != action.kwargs[key]]
+    if not differing or any(not isinstance(action.kwargs[key], str) for key in differing):
+        return False
+    if any(key in TARGET_KEYS or key in PAYMENT_KEYS for key in differing):
+        return False  # records and payments have their own rules
+    messages = trajectory.messages
+    for key in differing:
+        chosen, gold = action.kwargs[key].lower(), str(expected.kwargs.get(key, "")).lower()
+        offer = next(
+            (
+                i
+                for i in range(step - 1, 0, -1)
+                if chosen in agent_text(messages[i]).lower() and gold in agent_text(messages[i]).lower()
+            ),
+            None,
+        )
+        if offer is None or not any(
+            m["role"] == "user" and chosen in (m["content"] or "").lower() for m in messages[offer + 1 : step]
+        ):
+            return False
+    return True
+
+
 def _names_alone(message: dict, value: str, other: str) -> bool:
     """Whether a message names `value` and not `other`."""
     text = message.get("content") or ""
@@ -511,6 +542,8 @@ def user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str
         return "fault.user_withheld_detail"
     if _user_left_out_items(trajectory, finding.step, action, finding.expected):
         return "fault.user_left_out_items"
+    if _user_chose_option(trajectory, finding.step, action, finding.expected):
+        return "fault.user_chose_option"
     if (
         _user_asked(trajectory, finding.step, action, finding.expected)
         or _user_added_record(trajectory, domain, finding.step, action)
