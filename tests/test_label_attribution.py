@@ -14,6 +14,7 @@ from golden.script import STOP, Script
 from castdata.envs import load_domain
 from castdata.label.attribution import (
     REFUSAL,
+    _yes_since_write,
     describes,
     descriptions,
     insisted,
@@ -817,3 +818,48 @@ def test_a_listing_that_asks_to_go_ahead_with_the_act_on_those_listed_offers_it(
     ep.call("cancel_reservation", reservation_id="WUNA5K")
     ep.say("Both are cancelled. Anything else?", STOP)
     assert judge(ep.build()).first_error == (listing if asks else confirm)
+
+
+def test_an_offer_on_a_condition_the_user_must_meet_is_still_a_refusal():
+    """Part 5's retail 39 shape: asked to take the new address from the user's order, the agent says it cannot, and
+    "if you can recall the full details of your new address, I can update it for you": the offer waits on what it
+    refused to look up, so the message refuses the change. "If you'd like, I can..." offers it (retail 74)."""
+    gold = Action(name="modify_user_address", kwargs={"user_id": "fatima_taylor_3452", "city": "Phoenix"})
+    messages = _messages(("user", "I moved: please update my address. It is in my latest order."))
+    messages += _call("get_user_details", json.dumps({"user_id": "fatima_taylor_3452", "orders": ["#W5285031"]}))
+    refused = "Unfortunately, I can't fetch your new address from your order details."
+    messages += _messages(
+        ("assistant", f"{refused} If you can recall the full details of your new address, I can update it for you."),
+        ("user", "I'll check my notes later."),
+    )[1:]
+    assert refusal(messages, len(messages), gold) == 4
+    messages[4]["content"] = f"{refused} If you'd like, I can update your address from the order instead."
+    assert refusal(messages, len(messages), gold) is None
+
+
+def _retried_upgrade(then: str) -> list[dict]:
+    """A plan naming the 8-inch tablet, a yes, a payment question and its yes, a failed write, a message (`then`) and
+    the user's "Continue.", which is no yes: the write after it carries on the plan."""
+    failed = {"role": "tool", "tool_call_id": "c1", "content": "Error: new item not available"}
+    messages = _messages(("user", "Upgrade my tablet to the most expensive one."), ("tool", json.dumps(VARIANTS)))
+    messages += _messages(
+        ("assistant", "Plan: upgrade your tablet to the 8-inch, 64GB, silver one ($938.92). Proceed?"),
+        ("user", "Yes, go ahead."),
+        ("assistant", "Shall I charge the difference to your gift card?"),
+        ("user", "Yes, the gift card."),
+    )[1:]
+    messages += [*_call("modify_pending_order_items", "")[:1], failed]
+    messages += _messages(("assistant", then), ("user", "Continue."))[1:]
+    return messages + _call("modify_pending_order_items", "")[:1]
+
+
+@pytest.mark.parametrize("then", ["That did not go through. Shall I try again?", "The 10-inch one is 2106335193."])
+def test_a_write_made_on_no_yes_of_its_own_carries_out_the_plan_the_user_said_yes_to(then):
+    """Part 5's retail 20 shape: the upgrade plan offered the wrong kit and the user said yes; a payment question, a
+    failed write and "Continue." came between, and the write carried out the plan: the plan is where the error was
+    said (a failed write is no write the yes was used up on). A message naming the right item in between ends it."""
+    messages = _retried_upgrade(then)
+    step = len(messages) - 1
+    assert _yes_since_write(messages, step, load_domain("retail"))
+    found = said_first(messages, step, ["8551474201"], None, (), ("2106335193",))
+    assert found == (3 if then.startswith("That") else step)

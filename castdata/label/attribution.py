@@ -268,6 +268,8 @@ def said_first(
         if act and not _offers_listed(text, tokens, act):
             break
         found = index
+    if found == step and not topic and not act and proposal_of(messages, step) is None:
+        found = _accepted_offer(messages, texts, tokens, floors, described, right) or step
     if found == step and topic:  # a wrong act: the run of offers that name the write's values ends with the latest
         found = texts[-1]
         for position in range(len(texts) - 2, -1, -1):
@@ -280,6 +282,30 @@ def said_first(
                 break
             found = index
     return found
+
+
+def _accepted_offer(
+    messages: list[dict[str, Any]],
+    texts: list[int],
+    tokens: list[str],
+    floors: dict[str, int],
+    described: dict[str, list],
+    right: tuple[str, ...],
+) -> int | None:
+    """The latest of `texts` that names or describes one of `tokens` and that the user's next turn said yes to, when
+    no later message names a `right` value: the plan a write made on no yes of its own carried out, though messages
+    on other things (the payment, a failed try) came between."""
+    for position in range(len(texts) - 1, -1, -1):
+        index, text = texts[position], messages[texts[position]]["content"]
+        if any(mentions(text, value) for value in right):
+            return None
+        if not any(
+            index > floors[token] and (mentions(text, token) or describes(text, described[token])) for token in tokens
+        ):
+            continue
+        reply = next((i for i in range(index + 1, len(messages)) if messages[i]["role"] == "user"), None)
+        return index if reply is not None and proposal_of(messages, reply + 1) == index else None
+    return None
 
 
 def _offers_listed(text: str, tokens: list[str], act: tuple[str, ...]) -> bool:
@@ -368,11 +394,16 @@ def _pursued_at(messages: list[dict[str, Any]], step: int, action: Action) -> in
 
 
 def _yes_since_write(messages: list[dict[str, Any]], step: int, domain: Domain) -> bool:
-    """Whether the user said yes to an agent message after the agent's latest write before `step` (the write at
-    `step` carries on from that yes, though the user's latest turn is not one: it gave a detail asked for)."""
+    """Whether the user said yes to an agent message after the agent's latest write before `step` that did not fail
+    (the write at `step` carries on from that yes, though the user's latest turn is not one: it gave a detail asked
+    for, or let a retry go on)."""
     for index in range(step - 1, 0, -1):
         message = messages[index]
-        if message["role"] == "assistant" and any(domain.tool_kind(call.name) == "write" for call in calls(message)):
+        if (
+            message["role"] == "assistant"
+            and any(domain.tool_kind(call.name) == "write" for call in calls(message))
+            and not call_failed(messages, index)
+        ):
             return False
         if message["role"] == "user" and proposal_of(messages, index + 1) is not None:
             return True
@@ -446,13 +477,19 @@ _OFFER = re.compile(r"\b(?:i can|i could|i'd be happy to|i would be happy to|wou
 _HAND_OFF = re.compile(r"\b(?:transfer|human|representative|specialist)", re.I)
 
 
+_ON_CONDITION = re.compile(  # an offer that waits on what the user must bring ("if you can recall the address")
+    r"\b(?:if|once|when) you (?:can |could )?(?:provide|give|share|send|recall|remember|find|locate|know|have)\b", re.I
+)
+
+
 def _offers(text: str, words: tuple[str, ...]) -> bool:
     """Whether a sentence of a message offers the act (`words`) and refuses nothing (an offer of a transfer offers
-    no act)."""
+    no act, nor one on a condition the user must meet: "if you can recall the address, I can update it")."""
     return any(
         _OFFER.search(sentence)
         and not REFUSAL.search(sentence)
         and not _HAND_OFF.search(sentence)
+        and not _ON_CONDITION.search(sentence)
         and any(word in sentence.lower() for word in words)
         for sentence in re.split(r"(?<=[.!?])\s+", text)
     )
