@@ -863,3 +863,55 @@ def test_a_write_made_on_no_yes_of_its_own_carries_out_the_plan_the_user_said_ye
     assert _yes_since_write(messages, step, load_domain("retail"))
     found = said_first(messages, step, ["8551474201"], None, (), ("2106335193",))
     assert found == (3 if then.startswith("That") else step)
+
+
+@pytest.mark.parametrize("asked_first", [False, True], ids=["asked after the returns", "asked at the start"])
+def test_an_output_asked_for_only_after_the_closing_message_is_missed_at_the_wrong_answer(asked_first):
+    """Part 5's retail 28 shape (retail test task 28): the returns are made as in gold and the agent closes; only then
+    does the user ask to cancel the pending hose, which cancels its whole order, and for the refund total, which
+    the agent gives with that order in it ($2537.77, not $918.43). The closing message left nothing out the user
+    had asked for: the cancellation offer is where it went wrong. A user who asked for the total at the start was
+    owed it when the agent closed."""
+    ep = Script("retail", 28)
+    total = " How much will I get back in total?" if asked_first else ""
+    ep.user(f"Hi, Isabella Johansson, 32286. Return the skateboard, hose, backpack, keyboard and bed.{total}")
+    for action in ep.task.actions[:6]:
+        ep.call(action.name, **action.kwargs)
+    ep.say("I will return those five items to your PayPal. Confirm (yes/no)?", "Yes.")
+    for action in ep.task.actions[6:9]:
+        ep.call(action.name, **action.kwargs)
+    closing = ep.say("All five returns are filed. Anything else?", "Also cancel the hose I just ordered, #W2575533.")
+    offer = ep.say("I can cancel the hose in #W2575533. Reason: no longer needed? Confirm (yes/no)?", "Yes.")
+    ep.call("cancel_pending_order", order_id="#W2575533", reason="no longer needed")
+    ep.say("Done.", "What is the total refund for everything?")
+    ep.say("Your total refund is $2537.77.", STOP)
+    assert judge(ep.build()).first_error == (closing if asked_first else offer)
+
+
+@pytest.mark.parametrize("offers", [True, False], ids=["the listing offers to modify", "it only lists the items"])
+def test_a_wrong_act_began_at_the_offer_of_it_the_user_said_yes_to(offers):
+    """Part 5's retail 34 shape (retail test task 34): the agent lists the pending order's items and offers to
+    "modify the order to remove the office items" (the policy allows no such change; the gold changes the address);
+    the user says yes, the agent restates the removal with the refund's payment, the user says yes again, and the
+    item change is made. The offer the user said yes to is where the wrong act began. A listing that offered
+    nothing leaves the restatement as the first offer."""
+    ep = Script("retail", 34)
+    ep.user("Hi, Noah Patel, 10108. I'd like to drop the office items from my pending order #W1845024.")
+    for action in ep.task.actions[:5]:
+        ep.call(action.name, **action.kwargs)
+    ending = " Would you like me to proceed with modifying the order?" if offers else " What would you like to do?"
+    listing = ep.say(
+        "Your order holds a Mechanical Keyboard, Headphones and an Office Chair, and hiking gear. We cannot "
+        "cancel single items, but we can modify the order to remove the office items." + ending,
+        "Yes, let's do it!",
+    )
+    restated = ep.say("To modify your order, I'll remove the keyboard, headphones and chair. Shall I proceed?", "Yes.")
+    ep.call(
+        "modify_pending_order_items",
+        order_id="#W1845024",
+        item_ids=["1340995114", "7493556126", "8323284863"],
+        new_item_ids=[],
+        payment_method_id="paypal_3169710",
+    )
+    ep.say("Anything else?", STOP)
+    assert judge(ep.build()).first_error == (listing if offers else restated)

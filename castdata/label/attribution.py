@@ -278,7 +278,7 @@ def said_first(
             following = texts[position + 1]
             restated = not any(messages[i].get("tool_calls") for i in range(index, following))
             agreed = restated and proposal_of(messages, following) == index  # a yes to it, asked again, unacted
-            if not any(re.search(r"\d", value) for value in named) and not (named and agreed):
+            if not any(re.search(r"\d", value) for value in named) and not (agreed and (named or _offers(text, topic))):
                 break
             found = index
     return found
@@ -713,6 +713,12 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
         elif finding.signal == "replay.output_missing":
             answers = [wrong_answer(messages, finding.step, output) for output in trajectory.outcome.outputs_missing]
             answers = [answer for answer in answers if answer is not None]
+            asked = any(
+                m["role"] == "user" and INFO_QUESTION.search(m["content"] or "") for m in messages[1 : finding.step]
+            )
+            if not answers and not asked:  # asked for only after the message charged: a wrong answer is the error
+                later = [wrong_answer(messages, len(messages), o) for o in trajectory.outcome.outputs_missing]
+                answers = [answer for answer in later if answer is not None and answer[0] > finding.step]
             if answers:
                 step, category = min(answers)
                 finding = Finding(step, "said.answer", category, "critical")
