@@ -20,10 +20,10 @@ PARTS = json.loads((GOLDEN / "parts.json").read_text())  # each part: its judgem
 # each part: its failed and successful episodes, its annotators per episode, and today's floors
 EXPECTED = {
     "part 1": ((66, 34), 2, {"accuracy": 0.92, "close": 48, "no_blame": 16, "precision": 0.92, "false_alarms": 1}),
-    "part 2": ((40, 30), 2, {"accuracy": 0.82, "close": 30, "no_blame": 5, "precision": 0.95, "false_alarms": 0}),
+    "part 2": ((40, 30), 2, {"accuracy": 0.87, "close": 31, "no_blame": 5, "precision": 0.95, "false_alarms": 0}),
     "part 3": ((34, 30), 2, {"accuracy": 0.82, "close": 18, "no_blame": 11, "precision": 0.87, "false_alarms": 2}),
-    "part 4": ((36, 24), 2, {"accuracy": 0.55, "close": 19, "no_blame": 1, "precision": 0.83, "false_alarms": 1}),
-    "part 5": ((38, 30), 2, {"accuracy": 0.44, "close": 20, "no_blame": 3, "precision": 0.95, "false_alarms": 1}),
+    "part 4": ((36, 24), 2, {"accuracy": 0.66, "close": 24, "no_blame": 1, "precision": 0.83, "false_alarms": 1}),
+    "part 5": ((38, 30), 2, {"accuracy": 0.60, "close": 22, "no_blame": 5, "precision": 0.95, "false_alarms": 1}),
 }
 
 
