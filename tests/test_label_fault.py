@@ -172,6 +172,22 @@ def _cancel_reason(asked: str) -> Script:
     return ep
 
 
+def _camera_unsaid(also: str = "") -> Script:
+    """Retail test task 100 (part 5's retail 100 shape): the gold exchanges the bike and puzzle, and the camera in
+    #W4689314; the agent reads both orders, the user asks for the bike and the puzzle (and says `also`), and the
+    agent makes that exchange and closes."""
+    ep = Script("retail", 100)
+    ep.user(f"Hi, Sofia Li, 78260. I'd like to exchange my bike and my jigsaw puzzle.{also}")
+    ep.call("find_user_id_by_name_zip", first_name="Sofia", last_name="Li", zip="78260")
+    for order in ("#W4689314", "#W3916020"):
+        ep.call("get_order_details", order_id=order)
+    bike = ep.task.actions[1]
+    ep.say("I will exchange the bicycle and puzzle in #W3916020, paid by Visa. Confirm (yes/no)?", "Yes.")
+    ep.call(bike.name, **bike.kwargs)
+    ep.say("Done. Anything else?", STOP)
+    return ep
+
+
 ALL_FOUR = "Air Purifier, Smart Watch, Coffee Maker and Water Bottle"
 THREE = "the Air Purifier, Smart Watch and Coffee Maker"
 
@@ -193,6 +209,7 @@ THREE = "the Air Purifier, Smart Watch and Coffee Maker"
             lambda: _cancel_reason('Is the reason "no longer needed" or "ordered by mistake"?'),
             "fault.user_chose_option",
         ),
+        (lambda: _camera_unsaid(), "fault.user_never_asked"),
     ],
     ids=[
         "user id withheld",
@@ -203,6 +220,7 @@ THREE = "the Air Purifier, Smart Watch and Coffee Maker"
         "an option the user never spoke of picks the gold's item",
         "the user named three of the four items the agent listed",
         "the user chose the other of the two reasons the agent set out",
+        "the user never spoke of the camera the gold exchanges",
     ],
 )
 def test_the_failure_is_the_users_or_the_tasks(episode, fault):
@@ -226,6 +244,8 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
         lambda: _partial_return("Air Purifier, Smart Watch and Coffee Maker", THREE),
         lambda: _partial_return(ALL_FOUR, "the " + ALL_FOUR),
         lambda: _cancel_reason('I will put the reason as "ordered by mistake".'),
+        lambda: _camera_unsaid(" And my camera, to a lower resolution."),
+        lambda: _camera_unsaid(" And anything else in my orders that can be swapped."),
     ],
     ids=[
         "the user gave its id, the agent did nothing",
@@ -240,6 +260,8 @@ def test_the_failure_is_the_users_or_the_tasks(episode, fault):
         "the agent never named the fourth item",
         "the user asked for all four",
         "the agent put the reason, never setting out the choice",
+        "the user asked for the camera too",
+        "the user asked for anything else too",
     ],
 )
 def test_otherwise_an_agent_action_is_to_blame(episode):

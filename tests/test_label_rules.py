@@ -160,3 +160,11 @@ def test_checked_bags_paid_beyond_the_allowance_are_miscounted():
     judged = judge(ep.build())
     assert "rule.bags_miscounted" in _signals(judged, steps[0])
     assert "rule.bags_miscounted" not in _signals(judged, steps[1])
+
+
+def test_asking_the_agent_to_confirm_is_no_yes():
+    """Part 5's retail 59: "Could you confirm the change and let me know the total?" asks the agent to; "I confirm"
+    says yes."""
+    assert not is_confirmation("Now update the address of #W8268610. Could you confirm the change?", "Anything else?")
+    assert not is_confirmation("Can you confirm it will arrive by Friday?")
+    assert is_confirmation("I confirm. Reason: ordered by mistake.")

@@ -28,6 +28,8 @@ solution are used for the verdict only, never in a rationale):
   touches or names, which the user named first, asking for that act; or it changes a record the gold never
   writes, which the instruction wants changed only on a condition ("if available"), and the user asked for the
   act after the agent said the condition fails;
+- `fault.user_never_asked`: a needed item change never made, where no user turn names its record or any of its
+  items (by the last word of the item's name: "camera"), though the agent read them: the user never asked for it;
 - `fault.user_declined`: a needed change never made, on a record the agent offered the change for among several
   others, when the user's answer chose others only and never asked for it after;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): a
@@ -64,6 +66,7 @@ from castdata.label.attribution import (
     refusal,
     shown_records,
     string_values,
+    targets,
 )
 from castdata.label.findings import Finding
 from castdata.label.payments import PAYMENT_KEYS, PAYMENT_WORDS, payment_kind
@@ -521,10 +524,38 @@ def _user_declined(trajectory: Trajectory, gold: Action) -> bool:
     return False
 
 
+_COVERING = re.compile(  # words that ask for the items without naming them: "return everything but the mouse"
+    r"\b(?:everything|anything|all (?:my|of|the|items|orders|possible)|every (?:item|order)|the rest)\b"
+)
+
+
+def _user_never_asked(trajectory: Trajectory, gold: Action) -> bool:
+    """Whether a needed item change was never asked for: the user named, item by item, the items of the gold
+    solution's other item changes, never with words that cover the rest ("everything"), and no user turn names
+    this change's record or any of its items, by a word of the name the tool results give it ("camera" for a
+    Digital Camera) or a word inside one ("watch" in Wristwatch), though the agent read them."""
+    messages = trajectory.messages
+    user = said_by_user(messages, len(messages)).lower()
+    said = set(re.findall(r"[a-z]{4,}", user))
+
+    def named(action: Action) -> bool | None:
+        names = item_names(messages, len(messages), action)
+        parts = {part for name in names for part in re.findall(r"[a-z]{4,}", name)}
+        return any(part in said or any(word in part for word in said) for part in parts) if parts else None
+
+    if named(gold) is not False or _COVERING.search(user):
+        return False  # it was named, or its items were never read, or the user asked for all of them
+    others = [action for action in trajectory.privileged.gold_actions if action != gold]
+    itemised = any(named(action) for action in others)
+    return itemised and not any(mentions(user, record.lower()) for record in targets(gold))
+
+
 def user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str | None:
     """The user's choice that explains a wrong write or a needed change never made, as a `fault.*` signal, or None
     (another finding, or the agent's own choice)."""
     if finding.signal == "replay.gold_write_missing" and finding.missing is not None:
+        if _user_never_asked(trajectory, finding.missing):
+            return "fault.user_never_asked"
         return "fault.user_declined" if _user_declined(trajectory, finding.missing) else None
     if finding.signal not in ("replay.write_off_gold", "replay.write_missed_gold"):
         return None

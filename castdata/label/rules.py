@@ -55,8 +55,9 @@ from castdata.records import Action, Trajectory
 from castdata.visible import identifiers, said_by_user
 
 NO_DATA_TOOLS = frozenset({"calculate", "think"})
-_YES = re.compile(  # "I'll go ahead and prepare the items" speaks of the user's own doing, and is no yes
-    r"\b(yes|ye|yep|yeah|yup|confirm|confirmed|(?<!i'll )(?<!i\u2019ll )(?<!i will )go ahead|proceed|please do|do it|"
+_YES = re.compile(  # "I'll go ahead and prepare the items" speaks of the user's own doing, and is no yes; "could
+    # you confirm the change?" asks the agent to
+    r"\b(yes|ye|yep|yeah|yup|(?<!you )confirm|confirmed|(?<!i'll )(?<!i\u2019ll )(?<!i will )go ahead|proceed|please do|do it|"
     r"do that|do both|let's do|i agree|agreed)\b",
     re.I,
 )
