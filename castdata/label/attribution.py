@@ -6,13 +6,19 @@ change or never told a required answer. Real agents commit to the error earlier,
 - **a proposal that carries the error**: a wrong write (wrong values, or an act the gold solution never makes)
   that the user confirmed was already in the agent's message the user said yes to, and in the messages that
   offered it before, when they name the write's wrong values (or, for an act gold never makes, its target or the
-  flights or items it sets). The error is the first of those messages. A write whose wrong values no message named is its own error;
+  flights or items it sets). The error is the first of those messages. A write made on no yes of its own (after a
+  failed try or a payment question) carries out the latest plan naming its wrong values that the user said yes
+  to. A write whose wrong values no message named is its own error;
 - **a refusal**: a needed change never made, after the agent had looked at the record it concerns and told the
-  user it cannot be done, and never tried it after, or after it kept requiring a record's id the user said it does
-  not have, instead of looking the record up (`wrong_refusal`). A refusal that reports the error of the agent's
-  own failed write, made since the user's last turn, rests on that write: the write is the error;
+  user it cannot be done (naming the record, the act, or in one paragraph an item the change acts on), and never
+  tried it or asked to confirm it after, or after it kept requiring a record's id the user said it does not have,
+  instead of looking the record up (`wrong_refusal`). An offer of a transfer, or of the act on a condition the user
+  must meet ("if you can recall the address"), offers nothing. A refusal that reports the error of the agent's
+  own failed write, made since the user's last turn, rests on that write: the write is the error; a failed try the
+  agent went on pursuing with the user, then gave up, was dropped at the refusal;
 - **a wrong answer**: a required answer never told, where the agent answered the user's question with another
-  value, or refused to (`misread_observation` / `wrong_refusal`);
+  value, or refused to (`misread_observation` / `wrong_refusal`), also when the user asked only after the closing
+  message the replay charged;
 - **a loop the step limit ended**: a needed change or answer never given, in an episode the step limit ended
   while the agent silently repeated earlier calls, began at the loop's first repeat (`replay.step_limit_loop`,
   `redundant_action`);
@@ -442,7 +448,7 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
             continue  # a refusal of this record, or of this act once the user asked for it
         if specific is not None and index < specific:
             continue  # said before the user asked for this very act: it refused something else
-        if looked is None or index < looked or _tried_after(messages, index, before, action):
+        if looked is None or index < looked or _tried_after(messages, index, before, action, names):
             continue
         if _offers(text, words):
             continue  # it declines something else and offers this act ("I can help you modify your order")
@@ -530,9 +536,10 @@ def insisted(messages: list[dict[str, Any]], before: int, domain: Domain) -> int
     return None
 
 
-def _tried_after(messages: list[dict[str, Any]], start: int, before: int, action: Action) -> bool:
+def _tried_after(messages: list[dict[str, Any]], start: int, before: int, action: Action, names: set[str]) -> bool:
     """Whether the agent made `action`'s act on its record between `start` and `before`, or asked the user to confirm
-    it (a refusal it went back on; the act on another record goes back on nothing)."""
+    it (naming its record or one of its item `names`): a refusal it went back on; the act on another record goes
+    back on nothing."""
     records = record_ids(action)
     if any(
         call.name == action.name and record_ids(call.action) == records
@@ -540,7 +547,6 @@ def _tried_after(messages: list[dict[str, Any]], start: int, before: int, action
         if start < step < before
     ):
         return True
-    names = item_names(messages, before, action)
     return any(
         _asks_to_confirm(messages[index]["content"], action, names)
         for index in _agent_texts(messages, before)
