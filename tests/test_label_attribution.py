@@ -915,3 +915,26 @@ def test_a_wrong_act_began_at_the_offer_of_it_the_user_said_yes_to(offers):
     )
     ep.say("Anything else?", STOP)
     assert judge(ep.build()).first_error == (listing if offers else restated)
+
+
+@pytest.mark.parametrize("tried_exchange", [True, False], ids=["an exchange tried first", "no try"])
+def test_a_wrong_tool_try_later_made_with_the_same_arguments_stands_for_that_write(tried_exchange):
+    """Part 5's retail 98 shape (retail test task 98): the agent tries the speaker swap as an exchange (the order is
+    pending: it fails), then makes it as the item change it had to be, with the very same arguments, which locks the
+    order; the address change after it fails. The try stood for the item change the agent made, not for the address
+    change: the item change that came first is the error (`wrong_sequence`, expected: the address change)."""
+    ep = Script("retail", 98)
+    ep.user("Hi, Yusuf Li, 91148. Swap my speaker for the cheapest green one, and move my LA order to my NYC address.")
+    ep.call("find_user_id_by_name_zip", first_name="Yusuf", last_name="Li", zip="91148")
+    ep.call("get_order_details", order_id="#W6750959")
+    address, items = ep.task.actions
+    ep.say("I will swap the speaker in #W6750959 for the green one. Confirm (yes/no)?", "Yes.")
+    if tried_exchange:
+        ep.call("exchange_delivered_order_items", **items.kwargs)
+    write = ep.call(items.name, **items.kwargs)
+    ep.call(address.name, **address.kwargs)
+    ep.say("The address could not be changed. Anything else?", STOP)
+    judged = judge(ep.build())
+    first = next(j for j in judged.judgements if j.first_critical_error)
+    found = next(f for f in first.findings if f.critical)
+    assert first.step == write and found.signal == "replay.blocked_later_write" and found.expected == address

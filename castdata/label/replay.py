@@ -243,7 +243,8 @@ def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]], made: list[
     """The missing gold write a failed attempt stood for: the same act on the same record, else another act on
     that record (a wrong tool), else the same act on a wrong record; never a guess by order or by another id. An
     attempt at a gold write the agent `made` after it stood for none: the same act on the same record, differing in
-    one argument at most (a retry with the right payment)."""
+    one argument at most (a retry with the right payment), or another act with the very same arguments (an exchange
+    tried on a pending order, then made as the item change it had to be)."""
 
     def same_record(gold: Action) -> bool:
         keys = [key for key in TARGET_KEYS if key in gold.kwargs]
@@ -255,9 +256,9 @@ def _aimed_at(write: Write, missing: list[tuple[Action, frozenset]], made: list[
         redone = later.action
         keys = set(redone.kwargs) | set(write.action.kwargs)
         differing = [key for key in keys if redone.kwargs.get(key) != write.action.kwargs.get(key)]
-        return (
-            later.step > write.step and redone.name == write.action.name and same_record(redone) and len(differing) <= 1
-        )
+        if later.step <= write.step or not same_record(redone):
+            return False
+        return (redone.name == write.action.name and len(differing) <= 1) or redone.kwargs == write.action.kwargs
 
     if not any(same_record(g) for g in same_act) and any(retried(g) for g in made):
         return None
