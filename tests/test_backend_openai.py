@@ -146,7 +146,8 @@ def test_retry_after_is_honoured() -> None:
         run(lambda b: b.chat(ASK), spec_for(server))
         elapsed = time.perf_counter() - started
         assert server.stats.total == 2
-    assert 0.3 <= elapsed < 2.0  # the backoff alone (at most 2 ms) would not wait that long
+    # the backoff alone (at most 2 ms) would not wait 0.3 s; 4 s leaves a busy machine room
+    assert 0.3 <= elapsed < 4.0
 
 
 def test_exhausted_retries_are_an_infrastructure_error() -> None:

@@ -234,7 +234,7 @@ def test_stop_closes_idle_connections_quickly() -> None:
         start = time.monotonic()
         server.stop()
         server.stop()
-        assert time.monotonic() - start < 1.0
+        assert time.monotonic() - start < 2.5  # half the 5 s it would wait for a connection left open
         with pytest.raises(openai.APIConnectionError):
             ask(c)
 
