@@ -23,3 +23,7 @@ def test_a_message_that_gives_a_field_of_the_result_just_read_another_number_mis
     assert misread_values("The amount is 370.5 in all.", result) == []  # the field's total
     assert misread_values("The price difference of $167.87 is due.", result) == []  # another quantity
     assert misread_values("Done.", "not json") == []
+    # part 5's retail 35: the laptop prices listed after an order lookup came from an earlier product lookup
+    listed = "Options: a 13-inch laptop. Price: $2729.32"
+    assert misread_values(listed, result) == ["2729.32"]
+    assert misread_values(listed, result, earlier=json.dumps({"1657832319": {"price": 2729.32}})) == []

@@ -14,7 +14,8 @@
 - `rule.unneeded_transfer`: a transfer to a human when the gold solution has none (the task did not need one),
   unless the user asked for a human after the agent had refused their request (the policy then allows it);
 - `rule.misread_value`: an agent message, right after a tool result, that gives a field of that result (its
-  amount, price, balance) a number the result does not hold for it (nor as its total);
+  amount, price, balance) a number the result does not hold for it (nor as its total), and no earlier tool result
+  holds (then it is another record's);
 - `rule.repeated_read`: a read with the very arguments of one that succeeded since the latest user turn and the
   agent's latest write: its result holds nothing the agent had not seen, and nobody asked anything new (a record
   read again after a change, or for a new user turn, is no repeat; in dual control the user's own tool calls come
@@ -212,13 +213,15 @@ def _numbers_by_key(value: object, found: dict[str, list[float]]) -> dict[str, l
     return found
 
 
-def misread_values(text: str, result: str) -> list[str]:
+def misread_values(text: str, result: str, earlier: str = "") -> list[str]:
     """The numbers an agent message gives for a field of the tool result it just read ("the amount is 59.67")
-    that the result does not hold for that field, nor as the field's total."""
+    that the result does not hold for that field, nor as the field's total, and that no `earlier` tool result
+    holds: a price from an earlier lookup is of another record, not misread."""
     try:
         numbers = _numbers_by_key(json.loads(result), {})
     except ValueError:
         return []
+    shown = {float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", earlier)} if earlier else set()
     wrong = []
     for key, values in numbers.items():
         name = re.escape(key.replace("_", " "))
@@ -226,7 +229,7 @@ def misread_values(text: str, result: str) -> list[str]:
             rf"\b{name}\b(?:\s*(?:on record|is|was|of|:|=))+\s*\$?(\d[\d,]*(?:\.\d+)?)", text, re.I
         ):
             said = float(found.group(1).replace(",", ""))
-            if all(abs(said - value) > 0.005 for value in [*values, sum(values)]):
+            if all(abs(said - value) > 0.005 for value in [*values, sum(values)]) and said not in shown:
                 wrong.append(found.group(1))
     return wrong
 
@@ -314,7 +317,10 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             said = message.get("content") or ""
             if guessed_ids(said, seen):
                 findings.append(Finding(step, "rule.ungrounded_id", "ungrounded_claim", "minor"))
-            if messages[step - 1]["role"] == "tool" and misread_values(said, messages[step - 1].get("content") or ""):
+            earlier = "\n".join(m.get("content") or "" for m in messages[1 : step - 1] if m["role"] == "tool")
+            if messages[step - 1]["role"] == "tool" and misread_values(
+                said, messages[step - 1].get("content") or "", earlier
+            ):
                 findings.append(Finding(step, "rule.misread_value", "misread_observation", "minor"))
             continue
         kind = domain.tool_kind(action.name)
