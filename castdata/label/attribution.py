@@ -74,6 +74,11 @@ _ISO_DATE = re.compile(r"\d{4}-(\d{2})-(\d{2})")
 _NUMBER = re.compile(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?(?![\w])")
 
 
+def sentences(text: str) -> list[str]:
+    """A text cut into sentences (after each `.`, `!` or `?` that a space follows)."""
+    return re.split(r"(?<=[.!?])\s+", text)
+
+
 def agent_text(message: dict[str, Any]) -> str:
     """What an agent message says to the user ("" for any other message)."""
     return message.get("content") or "" if message["role"] == "assistant" else ""
@@ -265,9 +270,7 @@ def said_first(
     found = step
     for index in reversed(texts):
         text = messages[index]["content"]
-        if not any(
-            index > floors[token] and (mentions(text, token) or describes(text, described[token])) for token in tokens
-        ):
+        if not _names_token(index, text, tokens, floors, described):
             break
         if index != texts[-1] and any(mentions(text, value) for value in right):
             break
@@ -290,6 +293,14 @@ def said_first(
     return found
 
 
+def _names_token(index: int, text: str, tokens: list[str], floors: dict[str, int], described: dict[str, list]) -> bool:
+    """Whether the agent message at `index` names or describes one of `tokens`, after the latest tool result naming
+    it (`floors`): what it said of it rests on what it read."""
+    return any(
+        index > floors[token] and (mentions(text, token) or describes(text, described[token])) for token in tokens
+    )
+
+
 def _accepted_offer(
     messages: list[dict[str, Any]],
     texts: list[int],
@@ -305,9 +316,7 @@ def _accepted_offer(
         index, text = texts[position], messages[texts[position]]["content"]
         if any(mentions(text, value) for value in right):
             return None
-        if not any(
-            index > floors[token] and (mentions(text, token) or describes(text, described[token])) for token in tokens
-        ):
+        if not _names_token(index, text, tokens, floors, described):
             continue
         reply = next((i for i in range(index + 1, len(messages)) if messages[i]["role"] == "user"), None)
         return index if reply is not None and proposal_of(messages, reply + 1) == index else None
@@ -329,7 +338,7 @@ def _offers_listed(text: str, tokens: list[str], act: tuple[str, ...]) -> bool:
         (ASKS_TO_CONFIRM.search(sentence) or _OFFER.search(sentence))
         and re.search(r"\b(?:these|those|them|both|all)\b", sentence, re.I)
         and any(word in sentence.lower() for word in act)
-        for sentence in re.split(r"(?<=[.!?])\s+", paragraphs[-1])
+        for sentence in sentences(paragraphs[-1])
     )
 
 
@@ -497,7 +506,7 @@ def _offers(text: str, words: tuple[str, ...]) -> bool:
         and not _HAND_OFF.search(sentence)
         and not _ON_CONDITION.search(sentence)
         and any(word in sentence.lower() for word in words)
-        for sentence in re.split(r"(?<=[.!?])\s+", text)
+        for sentence in sentences(text)
     )
 
 
@@ -513,7 +522,7 @@ def _asks_to_confirm(text: str, action: Action, names: set[str]) -> bool:
         and not REFUSAL.search(sentence)
         and not _HAND_OFF.search(sentence)
         and any(re.search(rf"\b{word}", sentence, re.I) for word in words)
-        for sentence in re.split(r"(?<=[.!?])\s+", text)
+        for sentence in sentences(text)
     )
 
 

@@ -29,7 +29,9 @@ solution are used for the verdict only, never in a rationale):
   writes, which the instruction wants changed only on a condition ("if available"), and the user asked for the
   act after the agent said the condition fails;
 - `fault.user_never_asked`: a needed item change never made, where no user turn names its record or any of its
-  items (by the last word of the item's name: "camera"), though the agent read them: the user never asked for it;
+  items (by a word of the item's name, "camera", or a word inside one, "watch" in Wristwatch), though the agent
+  read them, while the user named the items of the gold's other item changes one by one and never asked for
+  "everything": the user never asked for it;
 - `fault.user_declined`: a needed change never made, on a record the agent offered the change for among several
   others, when the user's answer chose others only and never asked for it after;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): a
@@ -64,6 +66,7 @@ from castdata.label.attribution import (
     numbers_in,
     proposal_of,
     refusal,
+    sentences,
     shown_records,
     string_values,
     targets,
@@ -400,8 +403,8 @@ def _user_asked_past_condition(trajectory: Trajectory, domain: Domain, step: int
     gold_writes = [a for a in trajectory.privileged.gold_actions if domain.tool_kind(a.name) == "write"]
     if not records or any(record in string_values(a.kwargs) for a in gold_writes for record in records):
         return False
-    sentences = re.split(r"(?<=[.!?])\s+", trajectory.privileged.instruction)
-    if not any(_CONDITION.search(s) and any(record in s for record in records) for s in sentences):
+    instruction = sentences(trajectory.privileged.instruction)
+    if not any(_CONDITION.search(s) and any(record in s for record in records) for s in instruction):
         return False
     messages = trajectory.messages
     failed = next((i for i in range(1, step) if REFUSAL.search(agent_text(messages[i]))), None)

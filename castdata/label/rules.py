@@ -293,10 +293,12 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
     messages = trajectory.messages
     seen = messages[0].get("content") or ""  # what the user and the tools have shown so far (and the policy)
     reads: set[str] = set()  # the signatures of the successful reads since the latest user turn and write
+    results: list[str] = []  # the tool results so far
     agreed = ""  # the confirmation requests the user said yes to, and what the user said
     for step, message in enumerate(messages):
         if message["role"] == "tool":
             seen += "\n" + (message.get("content") or "")
+            results.append(message.get("content") or "")
             continue
         if message["role"] == "user":
             seen += "\n" + (message.get("content") or "")
@@ -317,10 +319,7 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             said = message.get("content") or ""
             if guessed_ids(said, seen):
                 findings.append(Finding(step, "rule.ungrounded_id", "ungrounded_claim", "minor"))
-            earlier = "\n".join(m.get("content") or "" for m in messages[1 : step - 1] if m["role"] == "tool")
-            if messages[step - 1]["role"] == "tool" and misread_values(
-                said, messages[step - 1].get("content") or "", earlier
-            ):
+            if messages[step - 1]["role"] == "tool" and misread_values(said, results[-1], "\n".join(results[:-1])):
                 findings.append(Finding(step, "rule.misread_value", "misread_observation", "minor"))
             continue
         kind = domain.tool_kind(action.name)
