@@ -751,6 +751,23 @@ def test_a_note_that_a_change_can_be_made_only_once_refuses_nothing():
     assert refusal(messages, len(messages), ITEMS) == 4
 
 
+@pytest.mark.parametrize("refused", ["a return", "this change"])
+def test_saying_a_pending_order_cannot_be_returned_refuses_no_change_of_its_items(refused):
+    """Part 5's retail 101: asked to return items of a pending order, the agent says "items from pending orders
+    cannot be returned": true, and a refusal of a return, not of the change of those items the gold solution
+    makes (the user had not asked for other options yet). A message that refuses the change itself is one."""
+    messages = _messages(("user", "I want to return the backpack from #W5270061."))
+    messages += _call("get_order_details", json.dumps(ORDER))
+    claim = (
+        "The backpack is part of order #W5270061, which is still pending. Items from pending orders cannot be "
+        "returned as they haven't been delivered yet."
+        if refused == "a return"
+        else "Order #W5270061 is pending, and its items cannot be changed or returned."
+    )
+    messages += _messages(("assistant", claim), ("user", "But I already got it!"))[1:]
+    assert refusal(messages, len(messages), ITEMS) == (None if refused == "a return" else 4)
+
+
 @pytest.mark.parametrize("names_it", [True, False], ids=["a paragraph names the item", "only a later one does"])
 def test_a_paragraph_that_says_an_item_of_the_write_is_unavailable_refuses_the_write(names_it):
     """Part 4's retail 71: without naming the order or the act, the agent says the medium polyester backpack the

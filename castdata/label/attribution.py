@@ -461,6 +461,8 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
             continue
         if _offers(text, words):
             continue  # it declines something else and offers this act ("I can help you modify your order")
+        if _refuses_another_act(text, words):
+            continue  # "items from pending orders cannot be returned": no refusal of a change to that order
         lowered = text.lower()
         if (
             any(mentions(text, token) for token in own)
@@ -469,6 +471,20 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
         ):
             return index
     return None
+
+
+_ACTS = ("cancel", "return", "refund", "exchange", "modif", "book", "upgrad", "downgrad")  # verbs of a write act
+
+
+def _refuses_another_act(text: str, words: tuple[str, ...]) -> bool:
+    """Whether every sentence of a message that refuses names another write act than the one of `words` (a return
+    where the act is a change of items) and none of this act's words."""
+    refusing = [sentence.lower() for sentence in sentences(text) if REFUSAL.search(sentence)]
+    others = [act for act in _ACTS if not any(word.startswith(act) or act.startswith(word) for word in words)]
+    return bool(refusing) and all(
+        not any(word in sentence for word in words) and any(re.search(rf"\b{act}", sentence) for act in others)
+        for sentence in refusing
+    )
 
 
 def _refuses_item(paragraph: str, names: set[str]) -> bool:
