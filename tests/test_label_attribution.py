@@ -516,6 +516,19 @@ def test_a_refusal_to_tell_a_balance_the_user_said_it_wanted_to_know_is_the_wron
     assert wrong_answer(messages, len(messages), "327") == (2, "wrong_refusal")
 
 
+def test_a_reply_that_gives_another_required_output_answers_that_question():
+    """Part 5's retail 47: asked for the refund total, the agent gives it ($1,095.55, a required output) and says
+    the refund cannot come within 3 days: it answered that question. The remaining total (another required output,
+    asked only after a return that never happened) was not refused there."""
+    messages = _messages(
+        ("user", "Yes, proceed, and I want the refund within 3 days. Can you confirm the total refund amount?"),
+        ("assistant", "The total refund is $1,095.55. Unfortunately, I cannot expedite it to within 3 days."),
+        ("user", "I really need it sooner."),
+    )
+    assert wrong_answer(messages, len(messages), "1528.14", ("1095.55",)) is None
+    assert wrong_answer(messages, len(messages), "1528.14") == (2, "wrong_refusal")  # no other output given
+
+
 def test_a_refusal_is_not_undone_by_the_same_act_on_another_record():
     """Airline 33.2's shape (airline test task 33): after the gold cancellation, the agent says the basic economy
     reservations cannot be upgraded (the policy lets any reservation change cabin) and upgrades another one

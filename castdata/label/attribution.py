@@ -583,9 +583,11 @@ def _number_kind(token: str) -> str:
     return "decimal" if "." in token else "integer"
 
 
-def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tuple[int, str] | None:
+def wrong_answer(
+    messages: list[dict[str, Any]], before: int, output: str, others: tuple[str, ...] = ()
+) -> tuple[int, str] | None:
     """The agent's first answer to a user question that gives another value of the required output's kind, or
-    refuses. The answer is its first message after the question, before the user's next question, that gives a
+    refuses; a reply that gives one of the `others` (the task's other required outputs) answers another question. The answer is its first message after the question, before the user's next question, that gives a
     number or refuses (messages that only ask for details come first; past the first reply, one that asks to confirm
     a change is none). A message before any tool result whose every number the policy states restates the policy's
     rules, and answers nothing about the user's records when the agent goes on to read them (an agent that never
@@ -606,7 +608,8 @@ def wrong_answer(messages: list[dict[str, Any]], before: int, output: str) -> tu
             if not text:
                 continue
             later, first = not first, False
-            if output.lower() in text.lower().replace(",", ""):
+            plain = text.lower().replace(",", "")
+            if output.lower() in plain or any(other.lower() in plain for other in others):
                 break
             if REFUSAL.search(text):
                 if INFO_QUESTION.search(message.get("content") or "") and not _IDENTITY.search(text):
@@ -742,13 +745,20 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
             elif found is not None:  # the corrected turn offers the change (kept where its details were visible)
                 finding = Finding(found, "said.refusal", "wrong_refusal", "critical", ask_to_confirm(gold), gold)
         elif finding.signal == "replay.output_missing":
-            answers = [wrong_answer(messages, finding.step, output) for output in trajectory.outcome.outputs_missing]
+            required = tuple(trajectory.privileged.required_outputs)
+            answers = [
+                wrong_answer(messages, finding.step, output, tuple(o for o in required if o != output))
+                for output in trajectory.outcome.outputs_missing
+            ]
             answers = [answer for answer in answers if answer is not None]
             asked = any(
                 m["role"] == "user" and INFO_QUESTION.search(m["content"] or "") for m in messages[1 : finding.step]
             )
             if not answers and not asked:  # asked for only after the message charged: a wrong answer is the error
-                later = [wrong_answer(messages, len(messages), o) for o in trajectory.outcome.outputs_missing]
+                later = [
+                    wrong_answer(messages, len(messages), o, tuple(r for r in required if r != o))
+                    for o in trajectory.outcome.outputs_missing
+                ]
                 answers = [answer for answer in later if answer is not None and answer[0] > finding.step]
             if answers:
                 step, category = min(answers)
