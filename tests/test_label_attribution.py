@@ -529,6 +529,18 @@ def test_a_reply_that_gives_another_required_output_answers_that_question():
     assert wrong_answer(messages, len(messages), "1528.14") == (2, "wrong_refusal")  # no other output given
 
 
+def test_saying_a_record_does_not_have_the_asked_for_value_is_the_wrong_answer():
+    """Part 5's retail 104: "Can you also give me the tracking number for the cancelled order?" asks to be told a
+    value, and "it does not have a tracking number" refuses it (its tool result held one)."""
+    messages = _messages(
+        ("user", "Thanks! Can you also give me the tracking number for the cancelled order?"),
+        ("assistant", "The cancelled order (#W1154986) does not have a tracking number because it was cancelled."),
+        ("user", "Got it, thanks."),
+    )
+    assert wrong_answer(messages, len(messages), "286422338955") == (2, "wrong_refusal")
+    assert REFUSAL.search("The order does not have any items left to return.")
+
+
 def test_a_refusal_is_not_undone_by_the_same_act_on_another_record():
     """Airline 33.2's shape (airline test task 33): after the gold cancellation, the agent says the basic economy
     reservations cannot be upgraded (the policy lets any reservation change cabin) and upgrades another one

@@ -47,7 +47,7 @@ REFUSAL = re.compile(
     r"\b(?:can ?not|can't|cannot|unable to|not able to|not possible|isn't possible|not eligible|ineligible|"
     r"not allowed|isn't allowed|don't have (?:the )?(?:ability|access)|do not have (?:the )?(?:ability|access)|"
     r"only (?:able|possible)|unfortunately|not permitted|won't be able|(?:can|may) only(?! be (?:done|made|modified) once)|"
-    r"(?:do not|don't) see any|(?:could not|couldn't) find|"
+    r"(?:do not|don't) see any|(?:could not|couldn't) find|(?:does|do) not have (?:a|an|any)|"
     # a claim that what the user asked for does not exist ("no blue variant available", "did not find a speaker")
     r"(?:did not|didn't) find|(?:do not|don't) see (?:a|an|the)|(?:am not|'m not|not) seeing (?:a|an|the|any)|"
     r"not (?:showing(?: up)?|shown|listed|appearing) as available|"
@@ -57,7 +57,7 @@ REFUSAL = re.compile(
     re.I,
 )
 _ASKS_TO_BE_TOLD = (  # a user turn that asks to be told something ("I'd like to know the sum of my balances")
-    r"\b(?:how (?:many|much)|total|sum of|balances?|tell me|let me know|(?:like|want|need) to know|"
+    r"\b(?:how (?:many|much)|total|sum of|balances?|tell me|give me the|let me know|(?:like|want|need) to know|"
     r"what (?:is|are|was|were))\b"
 )
 INFO_QUESTION = re.compile(_ASKS_TO_BE_TOLD, re.I)
