@@ -454,3 +454,23 @@ def test_a_gold_write_left_undone_by_a_payment_the_user_chose_follows_from_that_
     )
     ep.say("Booked. Anything else?", STOP)
     assert _faulted(ep, "fault.user_chose_payment") == user_names_it
+
+
+@pytest.mark.parametrize("refuses", [True, False], ids=["the user refused PayPal", "the agent gave up"])
+def test_a_change_whose_only_payment_the_user_refused_is_the_users(refuses):
+    """Part 5's retail 107 (retail test task 107): the gold exchange pays the difference with PayPal, the user's only
+    method; the simulated user says "no, I don't use PayPal" (its instruction never speaks of paying) and asks for a
+    transfer. An agent that hands the user over without any such refusal is to blame."""
+    ep = Script("retail", 107)
+    ep.user("Hi, I need to exchange a T-shirt. My email is sofia.thomas3069@example.com.")
+    ep.call("find_user_id_by_email", email="sofia.thomas3069@example.com")
+    ep.call("get_user_details", user_id="sofia_thomas_1518")
+    ep.call("get_order_details", order_id="#W3388163")
+    ep.say(
+        "The T-shirt in #W3388163 is red, XXL, cotton. Which size would you like, and may I use your PayPal?",
+        "One size smaller, XL, black. And no, I don\u2019t use PayPal." if refuses else "XL in black, please.",
+    )
+    ep.call("get_product_details", product_id="9523456873")
+    ep.say("The black XL costs $4.20 more. How would you like to pay?", "Just transfer me to someone, please.")
+    ep.call("transfer_to_human_agents", summary="The user wants to exchange a T-shirt for a black XL.")
+    assert _faulted(ep, "fault.user_refused_payment") == refuses

@@ -32,6 +32,9 @@ solution are used for the verdict only, never in a rationale):
   items (by a word of the item's name, "camera", or a word inside one, "watch" in Wristwatch), though the agent
   read them, while the user named the items of the gold's other item changes one by one and never asked for
   "everything": the user never asked for it;
+- `fault.user_refused_payment`: a needed change never made whose gold write pays with a kind of method (PayPal, a
+  gift card) the user said it does not use or want, though its hidden instruction says nothing of that kind: the
+  only way to pay was refused by the user;
 - `fault.user_declined`: a needed change never made, on a record the agent offered the change for among several
   others, when the user's answer chose others only and never asked for it after;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): a
@@ -72,7 +75,7 @@ from castdata.label.attribution import (
     targets,
 )
 from castdata.label.findings import Finding
-from castdata.label.payments import PAYMENT_KEYS, PAYMENT_WORDS, payment_kind
+from castdata.label.payments import PAYMENT_KEYS, PAYMENT_WORDS, payment_ids, payment_kind
 from castdata.label.policy_rules import cancellation, compensation, forbidden_gold_write, forbidden_writes
 from castdata.label.replay import shown_among
 from castdata.label.rules import is_confirmation
@@ -553,12 +556,35 @@ def _user_never_asked(trajectory: Trajectory, gold: Action) -> bool:
     return itemised and not any(mentions(user, record.lower()) for record in targets(gold))
 
 
+_KIND_NAMES = {"gift_card": ("gift card",), "credit_card": ("credit card",), "paypal": ("paypal",)}
+
+
+def _user_refused_payment(trajectory: Trajectory, gold: Action) -> bool:
+    """Whether a user turn refused every kind of payment method the gold write pays with ("no, I don't use
+    PayPal"), a kind its hidden instruction never names."""
+    kinds = {payment_kind(payment) for payment in payment_ids(gold)}
+    if not kinds or not kinds <= set(_KIND_NAMES):
+        return False
+    instruction = trajectory.privileged.instruction.lower()
+    user = said_by_user(trajectory.messages, len(trajectory.messages)).lower().replace("\u2019", "'")
+    return all(
+        not any(name in instruction for name in _KIND_NAMES[kind])
+        and any(
+            re.search(rf"\b(?:don'?t|do not|won'?t|will not|not|no)\b(?: \w+){{0,3}} {re.escape(name)}", user)
+            for name in _KIND_NAMES[kind]
+        )
+        for kind in kinds
+    )
+
+
 def user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str | None:
     """The user's choice that explains a wrong write or a needed change never made, as a `fault.*` signal, or None
     (another finding, or the agent's own choice)."""
     if finding.signal == "replay.gold_write_missing" and finding.missing is not None:
         if _user_never_asked(trajectory, finding.missing):
             return "fault.user_never_asked"
+        if _user_refused_payment(trajectory, finding.missing):
+            return "fault.user_refused_payment"
         return "fault.user_declined" if _user_declined(trajectory, finding.missing) else None
     if finding.signal not in ("replay.write_off_gold", "replay.write_missed_gold"):
         return None
