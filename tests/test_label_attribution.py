@@ -529,6 +529,22 @@ def test_a_reply_that_gives_another_required_output_answers_that_question():
     assert wrong_answer(messages, len(messages), "1528.14") == (2, "wrong_refusal")  # no other output given
 
 
+def test_a_refused_question_whose_answer_came_later_is_no_wrong_answer_of_another_output():
+    """Airline 8.1's shape: the agent first refuses to tell the gift card balances, and gives their sum ($327) later;
+    the charge on the card, asked for later, was never refused at that first turn (both annotators: "the sums were
+    told later, so it was not decisive")."""
+    messages = _messages(
+        ("user", "Hi, I'd like to know the total of my gift card balances, please."),
+        ("assistant", "I'm unable to provide information about your gift card balances."),
+        ("user", "Then change my reservation to business. How much will be charged on my card?"),
+        ("assistant", "Your gift cards hold $327 in total."),
+        ("user", "And the charge on my card?"),
+        ("assistant", "The card would be charged $298."),
+    )
+    assert wrong_answer(messages, len(messages), "1786", ("327",)) == (6, "misread_observation")
+    assert wrong_answer(messages, len(messages), "1786") == (2, "wrong_refusal")
+
+
 def test_saying_a_record_does_not_have_the_asked_for_value_is_the_wrong_answer():
     """Part 5's retail 104: "Can you also give me the tracking number for the cancelled order?" asks to be told a
     value, and "it does not have a tracking number" refuses it (its tool result held one)."""

@@ -587,7 +587,8 @@ def wrong_answer(
     messages: list[dict[str, Any]], before: int, output: str, others: tuple[str, ...] = ()
 ) -> tuple[int, str] | None:
     """The agent's first answer to a user question that gives another value of the required output's kind, or
-    refuses; a reply that gives one of the `others` (the task's other required outputs) answers another question. The answer is its first message after the question, before the user's next question, that gives a
+    refuses; a reply that gives one of the `others` (the task's other required outputs), or a refusal after which the
+    agent gave one, answers another question. The answer is its first message after the question, before the user's next question, that gives a
     number or refuses (messages that only ask for details come first; past the first reply, one that asks to confirm
     a change is none). A message before any tool result whose every number the policy states restates the policy's
     rules, and answers nothing about the user's records when the agent goes on to read them (an agent that never
@@ -612,6 +613,9 @@ def wrong_answer(
             if output.lower() in plain or any(other.lower() in plain for other in others):
                 break
             if REFUSAL.search(text):
+                later = "\n".join(agent_text(m) for m in messages[reply + 1 :]).lower().replace(",", "")
+                if any(other.lower() in later for other in others):
+                    break  # it gave another required output later: the refused question was answered after all
                 if INFO_QUESTION.search(message.get("content") or "") and not _IDENTITY.search(text):
                     return reply, "wrong_refusal"
                 continue  # a refusal of a request to act ("can I exchange them?"), or a failed lookup of the user
