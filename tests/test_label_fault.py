@@ -474,3 +474,33 @@ def test_a_change_whose_only_payment_the_user_refused_is_the_users(refuses):
     ep.say("The black XL costs $4.20 more. How would you like to pay?", "Just transfer me to someone, please.")
     ep.call("transfer_to_human_agents", summary="The user wants to exchange a T-shirt for a black XL.")
     assert _faulted(ep, "fault.user_refused_payment") == refuses
+
+
+def test_one_choice_put_on_two_items_the_gold_changes_differently_is_the_agents():
+    """Part 5's retail 106 (retail test task 106): the order holds two identical glass kettles, and the gold
+    exchanges them to two different variants. The user asks for the ceramic gas one, for "the kettle"; the agent
+    exchanges both kettles to it: that second choice is the agent's, not a detail the user withheld."""
+    ep = Script("retail", 106)
+    ep.user("Hi, Aarav Anderson, 19031. I'd like to exchange the tea kettle in #W4316152.")
+    ep.call("find_user_id_by_name_zip", first_name="Aarav", last_name="Anderson", zip="19031")
+    ep.call("get_order_details", order_id="#W4316152")
+    ep.call("get_product_details", product_id="9832717871")
+    ep.say(
+        "Your glass 2 liters induction kettle can be exchanged. Which variant would you like?",
+        "The ceramic, 2 liters, gas one, please.",
+    )
+    proposal = ep.say(
+        "I will exchange your kettle for the ceramic, 2 liters, gas kettle (item 3761330360), paying the difference "
+        "with gift_card_7245904. Confirm (yes/no)?",
+        "Yes.",
+    )
+    write = ep.call(
+        "exchange_delivered_order_items",
+        order_id="#W4316152",
+        item_ids=["7292993796", "7292993796"],
+        new_item_ids=["3761330360", "3761330360"],
+        payment_method_id="gift_card_7245904",
+    )
+    ep.say("Done. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert judged.fault is None and judged.first_error in (proposal, write)

@@ -240,7 +240,8 @@ def _shown_options(messages: list[dict], before: int, item_id: str) -> dict[str,
 def _user_left_open(trajectory: Trajectory, step: int, action: Action, expected: Action | None) -> bool:
     """Whether the only wrong values of a write are new items the agent described in the message the user said yes
     to, each sharing with the gold's item an option the user asked for and differing from it only in options the
-    user never spoke of (`fault.user_withheld_detail`)."""
+    user never spoke of (`fault.user_withheld_detail`); a new item put in place of items the gold changes to
+    different ones (two identical kettles, both made ceramic) is the agent's choice."""
     if expected is None or expected.name != action.name:
         return False
     differing = [key for key in action.kwargs if expected.kwargs.get(key) != action.kwargs[key]]
@@ -258,6 +259,8 @@ def _user_left_open(trajectory: Trajectory, step: int, action: Action, expected:
     for item, gold_item in zip(ours, gold):
         if item == gold_item:
             continue
+        if len({g for o, g in zip(ours, gold) if o == item}) > 1:
+            return False  # one choice put on items the gold changes to different ones: the agent's, not the user's
         options, gold_options = _shown_options(messages, step, item), _shown_options(messages, step, gold_item)
         if options is None or gold_options is None or options.keys() != gold_options.keys():
             return False
