@@ -469,6 +469,24 @@ def test_a_change_left_out_of_a_plan_that_named_the_others_was_dropped_there(nam
     assert judge(ep.build()).first_error == (plan if names_both else closing)
 
 
+def test_the_plan_that_left_out_the_second_of_two_changes_never_made_is_the_error():
+    """Part 1's airline 30.0 (airline test task 30): both gold cancellations are never made. The agent's plan reports
+    one duplicate day (SE9KEL and FDZ0T5) and asks whether to make "any changes": HSR97W, the second gold write, was
+    left out there, before the later refusal to cancel FDZ0T5 (the first gold write, which has no such plan)."""
+    ep = Script("airline", 30)
+    ep.user("Hi, I'm sophia_martin_4574. Do I have several flights booked on the same day? Cancel the duplicates.")
+    for action in [a for a in ep.task.actions if a.name.startswith("get_")]:
+        ep.call(action.name, **action.kwargs)
+    plan = ep.say(
+        "Your reservations: MFRB94, PUNERT, HSR97W, SE9KEL, FDZ0T5, HTR26G, 5BGGWZ.\n\nYou have two flights on May 17, "
+        "under SE9KEL and FDZ0T5. Would you like to make any changes to these reservations?",
+        "Yes, cancel FDZ0T5; I keep the one from LAX.",
+    )
+    ep.say("Unfortunately, I cannot cancel FDZ0T5: it is not eligible for a refund.", "Then transfer me, please.")
+    ep.call("transfer_to_human_agents", summary="The user wants to cancel FDZ0T5.")
+    assert judge(ep.build()).first_error == plan
+
+
 def test_a_change_made_where_the_task_needed_a_hand_off_began_where_the_agent_pursued_it():
     """Airline test task 13 (part 1's 13.0 and part 2's 13.3): the user wants the return of a partly flown trip
     rerouted to Las Vegas, which the policy does not allow; the gold solution only transfers. The agent searches

@@ -330,7 +330,8 @@ def _left_out_at(trajectory: Trajectory, gold: Action, ending: int) -> int | Non
     reservations), with a paragraph that offers the change's act for several of those others and not for it ("two
     flights on May 22, PUNERT and HSR97W: would you like to cancel one?"), when no call after it acts on that record:
     the plan left it out (an offer for one other record is a step of a plan, not the plan)."""
-    messages, words, wanted = trajectory.messages, topic_words(gold.name), record_ids(gold)
+    messages, wanted = trajectory.messages, record_ids(gold)
+    words = (*topic_words(gold.name), "change")  # "would you like to make any changes to these?" offers an act
     among = shown_among(messages, gold, ending)
     if among is None:
         return None
@@ -539,10 +540,15 @@ def replay_findings(
     if omitted:
         step, action = ending
         # a change the agent never touched comes first (the other wrong records may follow from the wrong write)
-        gold_write = next((g for g, recs in missing if signature(g) in partly and recs & omitted), None) or next(
-            (g for g, recs in missing if recs & omitted), None
-        )
-        left_out = _left_out_at(trajectory, gold_write, step) if gold_write is not None else None
+        candidates = [g for g, recs in missing if signature(g) in partly and recs & omitted] or [
+            g for g, recs in missing if recs & omitted
+        ]
+        gold_write = candidates[0] if candidates else None
+        # the earliest plan that left one of them out, if any did
+        left_outs = [(at, i) for i, g in enumerate(candidates) if (at := _left_out_at(trajectory, g, step)) is not None]
+        left_out = min(left_outs)[0] if left_outs else None
+        if left_outs:
+            gold_write = candidates[min(left_outs)[1]]
         if gold_write is not None:
             step = left_out if left_out is not None else _dropped_at(trajectory, gold_write, step)
         expected = gold_write
