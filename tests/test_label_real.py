@@ -1,9 +1,9 @@
-"""The labeler against careful human judgement on real agents' episodes (tests/golden_real: five parts, each judged
+"""The labeler against careful human judgement on real agents' episodes (tests/golden_real: six parts, each judged
 by two annotators before the labeler was run on it). The bounds are today's measured levels per part
 (benchmarks/README.md), kept as floors: a change that makes labels on real trajectories worse fails here. The
 issue's first-error target (90%) is met on part 1 only, and its flag precision target (95%) on parts 2 and 5 only;
-parts 4 and 5, other agents, were measured once before any rule was written from them (22.2% / 83.3% and 44.7% /
-95.2%)."""
+parts 4, 5 and 6, other agents, were measured once before any rule was written from them (22.2% / 83.3%, 44.7% /
+95.2% and 46.2% / 85.7%)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,12 @@ GOLDEN = Path(__file__).parent / "golden_real"
 PARTS = json.loads((GOLDEN / "parts.json").read_text())  # each part: its judgements and result files
 # each part: its failed and successful episodes, its annotators per episode, and today's floors
 EXPECTED = {
-    "part 1": ((66, 34), 2, {"accuracy": 0.92, "close": 48, "no_blame": 16, "precision": 0.92, "false_alarms": 1}),
+    "part 1": ((66, 34), 2, {"accuracy": 0.93, "close": 49, "no_blame": 16, "precision": 0.92, "false_alarms": 1}),
     "part 2": ((40, 30), 2, {"accuracy": 0.87, "close": 31, "no_blame": 5, "precision": 0.95, "false_alarms": 0}),
     "part 3": ((34, 30), 2, {"accuracy": 0.82, "close": 18, "no_blame": 11, "precision": 0.87, "false_alarms": 2}),
     "part 4": ((36, 24), 2, {"accuracy": 0.66, "close": 24, "no_blame": 1, "precision": 0.83, "false_alarms": 1}),
-    "part 5": ((38, 30), 2, {"accuracy": 0.68, "close": 23, "no_blame": 7, "precision": 0.95, "false_alarms": 0}),
+    "part 5": ((38, 30), 2, {"accuracy": 0.78, "close": 25, "no_blame": 8, "precision": 0.95, "false_alarms": 0}),
+    "part 6": ((39, 30), 2, {"accuracy": 0.46, "close": 18, "no_blame": 4, "precision": 0.85, "false_alarms": 2}),
 }
 
 
