@@ -1014,3 +1014,44 @@ def test_a_wrong_tool_try_later_made_with_the_same_arguments_stands_for_that_wri
     first = next(j for j in judged.judgements if j.first_critical_error)
     found = next(f for f in first.findings if f.critical)
     assert first.step == write and found.signal == "replay.blocked_later_write" and found.expected == address
+
+
+@pytest.mark.parametrize("helper", ["return_all_delivered_order_items", "calculate_refund_total_for_items"])
+def test_a_change_tried_with_a_helper_tool_the_domain_lacks_is_charged_at_that_call(helper):
+    """Part 6's retail 11 (retail test task 11): an imported agent with its own helper tools returns "all items" of
+    each order with `return_all_delivered_order_items`, whose recorded result shows the order still delivered, and
+    tells the user the returns were made: the first such call is the error (the wrong tool), not the closing message.
+    A helper that only computes (`calculate_refund_total_for_items`) tried no change."""
+    from castdata.records import ImportMark
+
+    ep = Script("retail", 11)
+    ep.user("I want to return everything I ordered. I'm mia.garcia2723@example.com.")
+    steps = [ep.call(action.name, **action.kwargs) for action in ep.task.actions[:4]]
+    ep.say("Shall I return all items of #W5490111 and #W7387996 to their original payment methods?", "Yes.")
+    order = json.loads(ep.messages[steps[2] + 1]["content"])  # #W5490111 as read, unchanged by the helper
+    call = ep._add(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": helper, "arguments": {"order_id": "#W5490111"}}}
+            ],
+        }
+    )
+    ep._add({"role": "tool", "tool_call_id": "c1", "name": helper, "content": json.dumps(order)})
+    ep.say("Both returns have been submitted. Anything else?", STOP)
+    mark = ImportMark(
+        format="tau-bench",
+        file="f.json",
+        sha256="0" * 64,
+        index=0,
+        source_task_id=11,
+        source_trial=0,
+        source_reward=None,
+        task_match="same",
+        reproduced=True,
+        extra_tools=[helper],
+    )
+    trajectory = ep.build().model_copy(update={"imported": mark})
+    first = judge(trajectory).first_error
+    assert (first == call) == (helper == "return_all_delivered_order_items"), first

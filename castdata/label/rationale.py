@@ -49,6 +49,7 @@ _REQUIRED = {
     "replay.out_of_order": "Changes must be made in the order that gives the result the user asked for{fix}.",
     "replay.hand_off_needed": "A request the policy does not let the agent serve is handed to a human agent, not pursued.",
     "replay.step_limit_loop": "A lookup is made again only when something may have changed since its result; the agent answers the user instead of repeating it.",
+    "replay.extra_tool_attempt": "A change is made with the write tool the policy gives for it{fix}; a result that shows nothing changed is no change made.",
     "said.proposal": "What the agent offers or asks the user to confirm must be the change the policy allows and the conversation established{fix}.",
     "said.refusal": "A request the policy allows must be handled, not refused.",
     "said.answer": "An answer to the user must state the value the tool results show.",

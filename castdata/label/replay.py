@@ -21,6 +21,9 @@ changed are compared with the gold solution's replay (privileged, used for the v
   steps, made in one);
 - a record a wrong write explains can still lack a gold act the agent never made, on fields no agent write touched
   (the passengers of a reservation whose flights change used the wrong card): that gold write is missing too;
+- a needed write never made that the agent tried with a tool of its own harness the domain lacks (an imported
+  agent's helper whose name begins with the act, `return_all_delivered_order_items`, called on the record) is
+  charged to that call (`replay.extra_tool_attempt`, `wrong_tool`): its result shows nothing changed;
 - a wrong record none of the above explains is charged to where the change was dropped: the agent's first
   closing message ("anything else?") after the user asked for it, when the agent never acted on its record again
   and the user never asked again; else to the action that ended the episode (the expected action: the missing
@@ -325,6 +328,24 @@ def _closes(message: dict) -> bool:
     return message["role"] == "assistant" and _CLOSING.search(message.get("content") or "") is not None
 
 
+def _extra_tool_attempt(trajectory: Trajectory, domain: Domain, gold: Action) -> int | None:
+    """The first call of a tool the domain does not have (an imported agent's own helper) whose name begins with the
+    needed write's act and whose arguments name its record ("return_all_delivered_order_items" on the order to
+    return): the change was tried with a tool that could not make it."""
+    words, records = specific_words(gold.name), record_ids(gold)
+    return next(
+        (
+            step
+            for step, call in tool_turns(trajectory.messages)
+            if domain.tool_kind(call.name) == "unknown"
+            and any(call.name.split("_")[0].startswith(word) for word in words)  # its verb: not "calculate_refund_..."
+            and records
+            and all(record in json.dumps(call.arguments) for record in records)
+        ),
+        None,
+    )
+
+
 def _left_out_at(trajectory: Trajectory, gold: Action, ending: int) -> int | None:
     """The agent's first message, after a tool result showed the needed change's record among others (a profile's
     reservations), with a paragraph that offers the change's act for several of those others and not for it ("two
@@ -537,12 +558,16 @@ def replay_findings(
                 Finding(blocker.step, "replay.blocked_later_write", "wrong_sequence", "critical", gold_write)
             )
             omitted -= records
-    if omitted:
+    # a change the agent never touched comes first (the other wrong records may follow from the wrong write)
+    candidates = [g for g, recs in missing if signature(g) in partly and recs & omitted] or [
+        g for g, recs in missing if recs & omitted
+    ]
+    attempts = [(at, i) for i, g in enumerate(candidates) if (at := _extra_tool_attempt(trajectory, domain, g))]
+    if omitted and attempts:  # the change was tried with a tool the environment does not have, which changed nothing
+        at, index = min(attempts)
+        findings.append(Finding(at, "replay.extra_tool_attempt", "wrong_tool", "critical", candidates[index]))
+    elif omitted:
         step, action = ending
-        # a change the agent never touched comes first (the other wrong records may follow from the wrong write)
-        candidates = [g for g, recs in missing if signature(g) in partly and recs & omitted] or [
-            g for g, recs in missing if recs & omitted
-        ]
         gold_write = candidates[0] if candidates else None
         # the earliest plan that left one of them out, if any did
         left_outs = [(at, i) for i, g in enumerate(candidates) if (at := _left_out_at(trajectory, g, step)) is not None]
