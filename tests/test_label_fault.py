@@ -504,3 +504,24 @@ def test_one_choice_put_on_two_items_the_gold_changes_differently_is_the_agents(
     ep.say("Done. Anything else?", STOP)
     judged = judge(ep.build())
     assert judged.fault is None and judged.first_error in (proposal, write)
+
+
+def test_a_cancellation_reason_the_user_chose_is_paired_with_the_gold_cancellation_of_its_own_order():
+    """Part 6's retail 55 (retail test task 55): both pending orders are cancelled with refunds to the one gift card,
+    so the two cancellations change a record in common. The user picks "ordered by mistake" for #W7342738 from the
+    two reasons the agent set out (the gold says "no longer needed"): that write is paired with the gold
+    cancellation of #W7342738, not of #W4836353, and it is the user's choice; the agent's error is the later return
+    it never made."""
+    ep = Script("retail", 55)
+    ep.user("Hi, I'm silva7872@example.com, or amelia.silva7872@example.com. Cancel or return all I can, please.")
+    for action in ep.task.actions[:9]:
+        ep.call(action.name, **action.kwargs)
+    ep.say(
+        'For #W4836353 and #W7342738: is the reason "no longer needed" or "ordered by mistake"? Confirm (yes/no).',
+        "Yes: #W4836353 no longer needed, #W7342738 ordered by mistake.",
+    )
+    ep.call("cancel_pending_order", order_id="#W4836353", reason="no longer needed")
+    ep.call("cancel_pending_order", order_id="#W7342738", reason="ordered by mistake")
+    closing = ep.say("Both are cancelled. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert judged.fault is None and judged.first_error == closing  # the returns were dropped there

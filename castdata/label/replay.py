@@ -277,8 +277,10 @@ def _shares_id(a: Action, b: Action) -> bool:
 
 
 def _related(action: Action, records: set, candidates: list[tuple[Action, frozenset]]) -> Action | None:
-    """The gold write an agent write was most likely meant to be: same tool and records, same tool and id, ..."""
+    """The gold write an agent write was most likely meant to be: same tool on the same record (order,
+    reservation), same tool and changed records (a refund also changes the gift card two cancellations share), ..."""
     tests = (
+        lambda g, recs: g.name == action.name and bool(record_ids(g)) and record_ids(g) == record_ids(action),
         lambda g, recs: g.name == action.name and bool(recs & records),
         lambda g, recs: g.name == action.name and _shares_id(action, g),
         lambda g, recs: g.name == action.name,
