@@ -1055,3 +1055,29 @@ def test_a_change_tried_with_a_helper_tool_the_domain_lacks_is_charged_at_that_c
     trajectory = ep.build().model_copy(update={"imported": mark})
     first = judge(trajectory).first_error
     assert (first == call) == (helper == "return_all_delivered_order_items"), first
+
+
+@pytest.mark.parametrize("declines", [True, False], ids=["it says the switch falls short", "it only gives the cost"])
+def test_the_message_that_turned_the_user_to_another_act_is_the_error(declines):
+    """Part 6's retail 36 (retail test task 36): the gold switches the order's items to their cheapest options, which
+    brings the total under the user's limit. The agent says the switch "would not bring the total below $1131", so
+    the user asks to cancel the order instead, and the agent proposes and makes the cancellation: the error is the
+    message that turned the user away, not the proposal the user's own request led to. A message that offers the
+    switch turned nobody away."""
+    ep = Script("retail", 36)
+    ep.user("Hi, daikisanchez1479@example.com. Can you switch all items of my order to their cheapest options?")
+    for action in ep.task.actions[1:9]:
+        ep.call(action.name, **action.kwargs)
+    word = (
+        "Switching all the items to their cheapest options would not bring the total below $1131."
+        if declines
+        else "I can switch all the items of #W9348897 to their cheapest options. Shall I go ahead?"
+    )
+    said = ep.say(word, "Then just cancel the whole order so I can order again.")
+    proposal = ep.say(
+        "To cancel order #W9348897, please confirm the reason: 'no longer needed' or 'ordered by mistake'.",
+        "Reason: ordered by mistake. Please proceed.",
+    )
+    ep.call("cancel_pending_order", order_id="#W9348897", reason="ordered by mistake")
+    ep.say("Your order is cancelled. Anything else?", STOP)
+    assert judge(ep.build()).first_error == (said if declines else proposal)

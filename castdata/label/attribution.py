@@ -728,7 +728,11 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
                     and _lists_wrong_count(messages[proposal]["content"], action, finding.expected)
                 ):
                     step = proposal  # the confirmation request listed the wrong count ("Total checked bags: 2")
-                if step != finding.step:
+                steered = _steered_away(messages, step, action, finding.expected) if act_wrong else None
+                if steered is not None:  # the user asked for the other act in answer to the agent's word on this one
+                    gold = finding.expected
+                    finding = Finding(steered, "said.refusal", "wrong_refusal", "critical", ask_to_confirm(gold), gold)
+                elif step != finding.step:
                     expected = ask_to_confirm(finding.expected) if finding.expected is not None else None
                     finding = Finding(
                         step, "said.proposal", finding.category, "critical", expected, finding.expected, action
@@ -773,6 +777,32 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
                 finding = Finding(loop, "replay.step_limit_loop", "redundant_action", "critical")
         moved.append(finding)
     return moved
+
+
+_FALLS_SHORT = re.compile(r"\b(?:would|will|could|does|do) not\b|\bwon't\b|\bencountered an (?:issue|error)\b", re.I)
+
+
+def _steered_away(messages: list[dict[str, Any]], said: int, action: Action, gold: Action | None) -> int | None:
+    """The agent message that turned the user from the needed act to the wrong one the agent then proposed (at
+    `said`): the user turn just before `said` asks for the wrong act ("then just cancel the whole order"), and the
+    agent message it answers speaks of the needed act, declines it or says it falls short, and does not ask to confirm
+    it ("switching all items to the cheapest would not bring the total below $1131"; "the system encountered an
+    issue: shall I transfer you?")."""
+    if gold is None or messages[said]["role"] != "assistant":
+        return None
+    asked = next((i for i in range(said - 1, 0, -1) if messages[i]["role"] == "user"), None)
+    if asked is None or not any(
+        word in (messages[asked]["content"] or "").lower() for word in topic_words(action.name)
+    ):
+        return None
+    answered = next((i for i in reversed(_agent_texts(messages, asked))), None)
+    if answered is None or any(m["role"] == "user" for m in messages[answered + 1 : asked]):
+        return None
+    text = messages[answered]["content"]
+    names = item_names(messages, answered, gold)
+    speaks = any(word in text.lower() for word in topic_words(gold.name))
+    declines = REFUSAL.search(text) or _HAND_OFF.search(text) or _FALLS_SHORT.search(text)
+    return answered if speaks and declines and not _asks_to_confirm(text, gold, names) else None
 
 
 def _loop_start(messages: list[dict[str, Any]], repeats: int = 3) -> int | None:
