@@ -15,7 +15,9 @@ change or never told a required answer. Real agents commit to the error earlier,
   instead of looking the record up (`wrong_refusal`). An offer of a transfer, or of the act on a condition the user
   must meet ("if you can recall the address"), offers nothing. A refusal that reports the error of the agent's
   own failed write, made since the user's last turn, rests on that write: the write is the error; a failed try the
-  agent went on pursuing with the user, then gave up, was dropped at the refusal;
+  agent went on pursuing with the user, then gave up, was dropped at the refusal; an act the gold solution never
+  makes, which the user asked for in answer to the agent's message declining the needed one or saying it falls
+  short ("would not bring the total below $1131"), began at that message;
 - **a wrong answer**: a required answer never told, where the agent answered the user's question with another
   value, or refused to (`misread_observation` / `wrong_refusal`), also when the user asked only after the closing
   message the replay charged;
