@@ -77,6 +77,15 @@ def test_everything_looks_good_is_a_yes_to_a_request_to_confirm():
     assert is_confirmation("Please go ahead.")
 
 
+def test_asking_for_the_act_in_so_many_words_answers_a_request_to_confirm():
+    """Part 6's retail 31: "No longer needed. Please cancel it." answers "Please confirm if you'd like to proceed with
+    the cancellation" with consent; said unasked, or as a question, it is no yes."""
+    request = "Please confirm if you'd like to proceed with the cancellation, and let me know the reason."
+    assert is_confirmation("No longer needed. Please cancel it.", request)
+    assert not is_confirmation("No longer needed. Please cancel it.")
+    assert not is_confirmation("Don't cancel it, please cancel the other one.", request)
+
+
 def test_a_retry_after_a_write_that_failed_is_covered_by_the_same_yes():
     """Held-out airline 26.2's shape (airline test task 26): after the user's yes, the upgrade fails on a payment id
     the agent made up; it looks the profile up and retries with the card's real id. The retry carries on the act the

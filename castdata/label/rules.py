@@ -1,7 +1,7 @@
 """Policy rule checks: per-action violations any episode can have, whatever its outcome (severity minor).
 
 - `rule.no_confirmation`: a write whose latest user turn is not an explicit yes (paraphrased consent counts:
-  "sure, go ahead with both", "fine, do it"), or a second write on one yes that the confirmation request did not
+  "sure, go ahead with both", "fine, do it", "please cancel it"), or a second write on one yes that the confirmation request did not
   list (one yes covers the set of actions the request listed; a retry after a write that failed is no second
   write);
 - `rule.unconfirmed_details`: a confirmed write on another record (order, reservation) than the request named,
@@ -65,7 +65,9 @@ _YES = re.compile(  # "I'll go ahead and prepare the items" speaks of the user's
 # consent that is a yes only as the answer to a request to confirm ("Sure, my user id is ..." answers a question)
 _SOFT_YES = re.compile(
     r"\b(sure|ok|okay|fine|alright|all right|sounds good|sounds great|that works|works for me|correct|absolutely|"
-    r"of course|that's right|perfect|looks? (?:good|great|right|correct|fine))\b",
+    r"of course|that's right|perfect|looks? (?:good|great|right|correct|fine)|"
+    # the act asked for in so many words ("No longer needed. Please cancel it.")
+    r"please (?:cancel|return|exchange|modify|change|update|book|process|upgrade) (?:it|them|both|that|those|the|my))\b",
     re.I,
 )
 ASKS_TO_CONFIRM = re.compile(
