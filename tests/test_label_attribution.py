@@ -1081,3 +1081,25 @@ def test_the_message_that_turned_the_user_to_another_act_is_the_error(declines):
     ep.call("cancel_pending_order", order_id="#W9348897", reason="ordered by mistake")
     ep.say("Your order is cancelled. Anything else?", STOP)
     assert judge(ep.build()).first_error == (said if declines else proposal)
+
+
+@pytest.mark.parametrize("remark", [True, False], ids=["a remark after the yes", "none"])
+def test_what_the_agent_says_after_the_yes_before_acting_breaks_no_proposal(remark):
+    """Part 6's retail 34 (retail test task 34): the agent offers to cancel only the office items of pending order
+    #W1845024 (the policy cancels whole orders only), the user says yes, a modification fails, and after a remark of
+    its own ("there was an issue; let me double-check") the agent cancels the whole order: the error is the offer the
+    user said yes to; the remark nobody answered carries no plan."""
+    ep = Script("retail", 34)
+    ep.user("Hi, Noah Patel, 10108. Can I cancel just the home office items of my order and keep the hiking gear?")
+    for action in ep.task.actions[:5]:
+        ep.call(action.name, **action.kwargs)
+    offer = ep.say(
+        "I can cancel the Mechanical Keyboard, Headphones and Office Chair of #W1845024 and keep the rest. "
+        "Shall I proceed with this cancellation?",
+        "Yes, go ahead and cancel them.",
+    )
+    if remark:
+        ep.say("It seems there was an issue. Let me double-check the details.")
+    ep.call("cancel_pending_order", order_id="#W1845024", reason="no longer needed")
+    ep.say("Your order has been cancelled. Anything else?", STOP)
+    assert judge(ep.build()).first_error == offer

@@ -247,7 +247,8 @@ def said_first(
     the `right` values (the expected write's, in place of the tokens) ends the run: it set out the choice, and the
     wrong one was picked later. With `act` (the write's words, when its error is the record it acts on), a message
     with no paragraph that names the record and speaks of the act ends the run too: it only showed the record (a
-    listing of reservations). `step` itself when no message carries the error."""
+    listing of reservations). The run ends no later than the message the user said yes to: what the agent said
+    after it, unanswered, carries no plan. `step` itself when no message carries the error."""
     floors = {  # the latest tool result naming each token: what the agent said of it rests on what it read
         token: max(
             (
@@ -264,6 +265,9 @@ def said_first(
     if searched is not None:
         return searched
     texts = [i for i in _agent_texts(messages, step) if i > min(floors.values(), default=0)]
+    proposal = proposal_of(messages, step)
+    if proposal is not None:  # what the agent said after the user's yes, unanswered, carries no plan
+        texts = [i for i in texts if i <= proposal]
     if not texts:
         return step
     if topic and not any(word in messages[texts[-1]]["content"].lower() for word in topic):
