@@ -1103,3 +1103,26 @@ def test_what_the_agent_says_after_the_yes_before_acting_breaks_no_proposal(rema
     ep.call("cancel_pending_order", order_id="#W1845024", reason="no longer needed")
     ep.say("Your order has been cancelled. Anything else?", STOP)
     assert judge(ep.build()).first_error == offer
+
+
+@pytest.mark.parametrize("claim", [True, False], ids=["says no order has one", "says nothing of it"])
+def test_saying_no_order_holds_the_item_of_an_order_never_read_is_the_refusal(claim):
+    """Part 6's retail 76 (retail test task 76): after reading one order only, the agent says "none of your orders
+    include a skateboard"; the user drops the request, and the cancellation of #W1242543 (whose skateboard the agent
+    never read) is never made: the claim is the error. Without it the change was dropped where the agent closed."""
+    ep = Script("retail", 76)
+    ep.user("Hi, Ava Nguyen, 94128. Cancel my fleece jacket order, and change my skateboard to maple, 34 inch.")
+    ep.call("find_user_id_by_name_zip", first_name="Ava", last_name="Nguyen", zip="94128")
+    ep.call("get_user_details", user_id="ava_nguyen_6646")
+    ep.call("get_order_details", order_id="#W8367380")
+    ep.say("I will cancel #W8367380 (ordered by mistake). Confirm (yes/no)?", "Yes.")
+    ep.call("cancel_pending_order", order_id="#W8367380", reason="ordered by mistake")
+    ep.call("get_order_details", order_id="#W8668939")
+    said = ep.say(
+        "It seems that none of your orders include a skateboard. Is it part of another order?"
+        if claim
+        else "Let me know which order it is, please.",
+        "Oh, I must have been mistaken. Then no changes are needed.",
+    )
+    closing = ep.say("Alright. Is there anything else I can help you with?", STOP)
+    assert judge(ep.build()).first_error == (said if claim else closing)

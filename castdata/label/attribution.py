@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from castdata.envs import Domain
+from castdata.envs.database import plain
 from castdata.label.acts import TARGET_KEYS, record_ids, signature, specific_words, topic_words
 from castdata.label.findings import Finding
 from castdata.label.payments import payment_kind
@@ -50,6 +51,7 @@ REFUSAL = re.compile(
     r"not allowed|isn't allowed|don't have (?:the )?(?:ability|access)|do not have (?:the )?(?:ability|access)|"
     r"only (?:able|possible)|unfortunately|not permitted|won't be able|(?:can|may) only(?! be (?:done|made|modified) once)|"
     r"(?:do not|don't) see any|(?:could not|couldn't) find|(?:does|do) not have (?:a|an|any)|"
+    r"none of (?:your|the) \w+ (?:includes?|contains?|ha(?:s|ve)|holds?)|"
     # a claim that what the user asked for does not exist ("no blue variant available", "did not find a speaker")
     r"(?:did not|didn't) find|(?:do not|don't) see (?:a|an|the)|(?:am not|'m not|not) seeing (?:a|an|the|any)|"
     r"not (?:showing(?: up)?|shown|listed|appearing) as available|"
@@ -431,9 +433,12 @@ def _yes_since_write(messages: list[dict[str, Any]], step: int, domain: Domain) 
     return False
 
 
-def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int | None:
+def refusal(
+    messages: list[dict[str, Any]], before: int, action: Action, held: frozenset[str] = frozenset()
+) -> int | None:
     """The first agent message before `before`, after the user asked for what `action` does, that refuses it (names
-    its target or topic)."""
+    its target or topic, or in one paragraph an item the write acts on or one of the item names `held` by its
+    record)."""
     words = topic_words(action.name)
 
     def first_ask(words: tuple[str, ...]) -> int | None:
@@ -447,7 +452,7 @@ def refusal(messages: list[dict[str, Any]], before: int, action: Action) -> int 
         )
 
     asked, specific = first_ask(words), first_ask(specific_words(action.name))
-    own, names = targets(action), item_names(messages, before, action)
+    own, names = targets(action), item_names(messages, before, action) | held
     looked = next(
         (
             i
@@ -491,6 +496,21 @@ def _refuses_another_act(text: str, words: tuple[str, ...]) -> bool:
         not any(word in sentence for word in words) and any(re.search(rf"\b{act}", sentence) for act in others)
         for sentence in refusing
     )
+
+
+def held_items(domain: Domain, action: Action) -> frozenset[str]:
+    """The names (lowercased) of the items the records a write acts on hold in the domain's initial database
+    (hindsight, for the verdict only: a refusal may name an item of a record the agent never read)."""
+    names = set()
+    for record in record_ids(action):
+        for table in domain.base.tables.values():
+            if record in table.blobs:
+                value = plain(table.load(record))
+                items = value.get("items") if isinstance(value, dict) else None
+                names |= {
+                    i["name"].lower() for i in items or () if isinstance(i, dict) and isinstance(i.get("name"), str)
+                }
+    return frozenset(names)
 
 
 def _refuses_item(paragraph: str, names: set[str]) -> bool:
@@ -746,7 +766,10 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
         elif finding.signal == "replay.gold_write_missing" and finding.missing is not None:
             gold = finding.missing
             # the closing message itself may be the refusal
-            said = [refusal(messages, finding.step + 1, gold), insisted(messages, finding.step + 1, domain)]
+            held = held_items(
+                domain, gold
+            )  # hindsight: what the record holds, read or not ("no order has a skateboard")
+            said = [refusal(messages, finding.step + 1, gold, held), insisted(messages, finding.step + 1, domain)]
             found = min((index for index in said if index is not None), default=None)
             attempt = failed_write(messages, found, domain) if found is not None and found == said[0] else None
             charged = {f.step for f in findings if f.critical}
