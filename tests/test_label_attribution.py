@@ -1126,3 +1126,32 @@ def test_saying_no_order_holds_the_item_of_an_order_never_read_is_the_refusal(cl
     )
     closing = ep.say("Alright. Is there anything else I can help you with?", STOP)
     assert judge(ep.build()).first_error == (said if claim else closing)
+
+
+def test_gold_calls_on_separate_records_made_in_another_order_are_not_out_of_order():
+    """Part 6's retail 113 (retail test task 113): the gold changes the watch in #W9810810, then the address and the
+    laptop of #W3730488. The agent changes the address first and the watch after: calls on separate records
+    commute, so neither is out of order; the error is where the laptop change was dropped."""
+    ep = Script("retail", 113)
+    ep.user("Hi, Yara Silva, 77159. Please send my laptop order to my NYC address, and change my watch's dial.")
+    ep.call("find_user_id_by_name_zip", first_name="Yara", last_name="Silva", zip="77159")
+    ep.call("get_user_details", user_id="yara_silva_7567")
+    for order in ("#W9810810", "#W3730488"):
+        ep.call("get_order_details", order_id=order)
+    watch, address, _ = ep.task.actions
+    ep.say("I will update the address of #W3730488 to 555 Highland Drive, New York. Confirm (yes/no)?", "Yes.")
+    ep.call(address.name, **address.kwargs)
+    ep.say("I will change the watch in #W9810810 to item 9949163720, paid by gift card. Confirm (yes/no)?", "Yes.")
+    ep.call(watch.name, **watch.kwargs)
+    closing = ep.say("Both are done. Is there anything else I can help you with?", STOP)
+    assert judge(ep.build()).first_error == closing
+
+
+def test_a_request_to_confirm_that_mentions_anything_else_closes_nothing():
+    """Part 1's retail 41 shape: "Reply yes to confirm, or let me know if you need to add or change anything else
+    before I continue" asks to confirm a plan; "Is there anything else I can help you with?" closes."""
+    from castdata.label.replay import _closes
+
+    ask = "Reply “yes” to confirm, or let me know if you need to add or change anything else before I continue."
+    assert not _closes({"role": "assistant", "content": ask})
+    assert _closes({"role": "assistant", "content": "All done. Is there anything else I can help you with?"})

@@ -147,12 +147,16 @@ def replay_writes(trajectory: Trajectory, domain: Domain) -> tuple[list[Write], 
 
 
 def _first_out_of_order(writes: list[Write], gold: GoldPath) -> tuple[Write, Action] | None:
-    """The first gold call the agent made before one the gold solution makes earlier, with that earlier call: the
-    same changes in another order end in another state (a price difference charged twice, a history reordered)."""
+    """The first gold call the agent made before one the gold solution makes earlier on a record they both change,
+    with that earlier call: the same changes in another order end in another state (a price difference charged
+    twice, a history reordered)."""
     order = {signature(action): index for index, (action, _) in enumerate(gold.writes)}
     made = [(w, order[signature(w.action)]) for w in writes if w.ok and signature(w.action) in order]
     for position, (write, index) in enumerate(made):
-        later = [other for _, other in made[position + 1 :] if other < index]
+        # only an earlier gold call on a record this one changes too: calls on separate records commute
+        later = [
+            other for _, other in made[position + 1 :] if other < index and gold.writes[other][1] & set(write.changed)
+        ]
         if later:
             return write, gold.writes[min(later)][0]
     return None
@@ -325,9 +329,14 @@ def write_category(action: Action, expected: Action | None) -> str:
 _CLOSING = re.compile(r"\banything else\b|\bis there (?:something|anything) more\b", re.I)
 
 
+_ASKS_YES = re.compile(r"\bconfirm|\byes/no\b|\breply .{0,2}yes", re.I)
+
+
 def _closes(message: dict) -> bool:
-    """Whether a message is the agent's offer of more help ("anything else?")."""
-    return message["role"] == "assistant" and _CLOSING.search(message.get("content") or "") is not None
+    """Whether a message is the agent's offer of more help ("anything else?"), not a request to confirm a plan
+    ("Reply yes to confirm, or let me know if you need to change anything else before I continue")."""
+    text = message.get("content") or ""
+    return message["role"] == "assistant" and _CLOSING.search(text) is not None and not _ASKS_YES.search(text)
 
 
 def _extra_tool_attempt(trajectory: Trajectory, domain: Domain, gold: Action) -> int | None:
