@@ -1155,3 +1155,57 @@ def test_a_request_to_confirm_that_mentions_anything_else_closes_nothing():
     ask = "Reply “yes” to confirm, or let me know if you need to add or change anything else before I continue."
     assert not _closes({"role": "assistant", "content": ask})
     assert _closes({"role": "assistant", "content": "All done. Is there anything else I can help you with?"})
+
+
+def test_a_failed_try_redone_with_a_helper_tool_the_domain_lacks_is_charged_at_the_helper():
+    """Part 6's retail 82 (retail test task 82): the return to the credit card fails (refunds go to the original
+    method or a gift card); the user agrees to a gift card, and the agent returns "all items" with its own helper
+    `return_all_delivered_order_items`, which changes nothing: the helper call is the error, not the failed try the
+    conversation mended."""
+    from castdata.records import ImportMark
+
+    ep = Script("retail", 82)
+    ep.user("Hi, Chen Silva, 46281. I got two tablets; return the pricier one to my credit card.")
+    ep.call("find_user_id_by_name_zip", first_name="Chen", last_name="Silva", zip="46281")
+    ep.call("get_user_details", user_id="chen_silva_7485")
+    read = ep.call("get_order_details", order_id="#W9571698")
+    ep.say("I will return the gold tablet of #W9571698 to your credit card. Confirm (yes/no)?", "Yes.")
+    ep.call(
+        "return_delivered_order_items",
+        order_id="#W9571698",
+        item_ids=["6065192424"],
+        payment_method_id="credit_card_1565124",
+    )
+    ep.say("Refunds go to the original method, a gift card. Shall I use it?", "Fine, return everything then. Go ahead!")
+    helper = "return_all_delivered_order_items"
+    call = ep._add(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {
+                        "name": helper,
+                        "arguments": {"order_id": "#W9571698", "payment_method_id": "gift_card_7250692"},
+                    },
+                }
+            ],
+        }
+    )
+    ep._add({"role": "tool", "tool_call_id": "c1", "name": helper, "content": ep.messages[read + 1]["content"]})
+    ep.say("All items of #W9571698 are returned. Anything else?", STOP)
+    mark = ImportMark(
+        format="tau-bench",
+        file="f.json",
+        sha256="0" * 64,
+        index=0,
+        source_task_id=82,
+        source_trial=0,
+        source_reward=None,
+        task_match="same",
+        reproduced=True,
+        extra_tools=[helper],
+    )
+    assert judge(ep.build().model_copy(update={"imported": mark})).first_error == call

@@ -551,7 +551,10 @@ def replay_findings(
     if charged is not None:
         write, expected = charged
         blocker = None if write.ok else _blocking_write(trajectory, domain, writes, write.step, expected)
-        if blocker is not None:
+        retried = _extra_tool_attempt(trajectory, domain, expected)
+        if retried is not None and retried > write.step:  # tried again, with a tool the environment lacks
+            findings.append(Finding(retried, "replay.extra_tool_attempt", "wrong_tool", "critical", expected))
+        elif blocker is not None:
             findings.append(Finding(blocker.step, "replay.blocked_later_write", "wrong_sequence", "critical", expected))
         else:
             category = write_category(write.action, expected)
