@@ -23,7 +23,8 @@ changed are compared with the gold solution's replay (privileged, used for the v
   (the passengers of a reservation whose flights change used the wrong card): that gold write is missing too;
 - a needed write never made that the agent tried with a tool of its own harness the domain lacks (an imported
   agent's helper whose name begins with the act, `return_all_delivered_order_items`, called on the record) is
-  charged to that call (`replay.extra_tool_attempt`, `wrong_tool`): its result shows nothing changed;
+  charged to that call (`replay.extra_tool_attempt`, `wrong_tool`): its result shows nothing changed; so is one
+  the agent first tried with the domain's tool and failed, then redid with such a helper;
 - a wrong record none of the above explains is charged to where the change was dropped: the agent's first
   closing message ("anything else?") after the user asked for it, when the agent never acted on its record again
   and the user never asked again; else to the action that ended the episode (the expected action: the missing
