@@ -1209,3 +1209,19 @@ def test_a_failed_try_redone_with_a_helper_tool_the_domain_lacks_is_charged_at_t
         extra_tools=[helper],
     )
     assert judge(ep.build().model_copy(update={"imported": mark})).first_error == call
+
+
+@pytest.mark.parametrize("names_it", [True, False], ids=["names the new item", "names none"])
+def test_saying_the_item_a_change_sets_is_unavailable_refuses_the_change(names_it):
+    """Part 6's retail 113 (retail test task 113): asked to switch the laptop of pending #W3730488 to item 9844888101
+    (listed as available), the agent says "the model with the item ID ending in 9844888101 is not available": a
+    refusal of the change, though it names neither the order nor the laptop."""
+    laptop = Action(
+        name="modify_pending_order_items",
+        kwargs={"order_id": "#W3730488", "item_ids": ["2913673670"], "new_item_ids": ["9844888101"]},
+    )
+    messages = _messages(("user", "Can I switch my laptop to the one ending in 9844888101?"))
+    messages += _call("get_order_details", json.dumps({"order_id": "#W3730488", "status": "pending"}))
+    claim = "The model with the item ID ending in 9844888101 is not available." if names_it else "It is not available."
+    messages += _messages(("assistant", claim), ("user", "Oh, okay."))[1:]
+    assert refusal(messages, len(messages), laptop) == (4 if names_it else None)

@@ -180,6 +180,12 @@ def targets(action: Action) -> list[str]:
     return [str(action.kwargs[key]) for key in TARGET_KEYS if isinstance(action.kwargs.get(key), str)]
 
 
+def new_item_ids(action: Action) -> list[str]:
+    """The items an item change or exchange sets (`new_item_ids`), as strings."""
+    items = action.kwargs.get("new_item_ids")
+    return [str(item) for item in items] if isinstance(items, list) else []
+
+
 def string_values(value: Any) -> list[str]:
     """The string leaves (3 characters or more) of a value: ids, names, reasons, flight numbers."""
     if isinstance(value, dict):
@@ -437,8 +443,8 @@ def refusal(
     messages: list[dict[str, Any]], before: int, action: Action, held: frozenset[str] = frozenset()
 ) -> int | None:
     """The first agent message before `before`, after the user asked for what `action` does, that refuses it (names
-    its target or topic, or in one paragraph an item the write acts on or one of the item names `held` by its
-    record)."""
+    its target, a new item it sets, or its topic, or in one paragraph an item the write acts on or one of the item
+    names `held` by its record)."""
     words = topic_words(action.name)
 
     def first_ask(words: tuple[str, ...]) -> int | None:
@@ -452,7 +458,8 @@ def refusal(
         )
 
     asked, specific = first_ask(words), first_ask(specific_words(action.name))
-    own, names = targets(action), item_names(messages, before, action) | held
+    own = targets(action) + new_item_ids(action)  # "item 9844888101 is not available" refuses the change to it
+    names = item_names(messages, before, action) | held
     looked = next(
         (
             i
