@@ -1022,38 +1022,14 @@ def test_a_change_tried_with_a_helper_tool_the_domain_lacks_is_charged_at_that_c
     each order with `return_all_delivered_order_items`, whose recorded result shows the order still delivered, and
     tells the user the returns were made: the first such call is the error (the wrong tool), not the closing message.
     A helper that only computes (`calculate_refund_total_for_items`) tried no change."""
-    from castdata.records import ImportMark
-
     ep = Script("retail", 11)
     ep.user("I want to return everything I ordered. I'm mia.garcia2723@example.com.")
     steps = [ep.call(action.name, **action.kwargs) for action in ep.task.actions[:4]]
     ep.say("Shall I return all items of #W5490111 and #W7387996 to their original payment methods?", "Yes.")
-    order = json.loads(ep.messages[steps[2] + 1]["content"])  # #W5490111 as read, unchanged by the helper
-    call = ep._add(
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": helper, "arguments": {"order_id": "#W5490111"}}}
-            ],
-        }
-    )
-    ep._add({"role": "tool", "tool_call_id": "c1", "name": helper, "content": json.dumps(order)})
+    unchanged = ep.messages[steps[2] + 1]["content"]  # #W5490111 as read, unchanged by the helper
+    call = _helper_call(ep, helper, {"order_id": "#W5490111"}, unchanged)
     ep.say("Both returns have been submitted. Anything else?", STOP)
-    mark = ImportMark(
-        format="tau-bench",
-        file="f.json",
-        sha256="0" * 64,
-        index=0,
-        source_task_id=11,
-        source_trial=0,
-        source_reward=None,
-        task_match="same",
-        reproduced=True,
-        extra_tools=[helper],
-    )
-    trajectory = ep.build().model_copy(update={"imported": mark})
-    first = judge(trajectory).first_error
+    first = judge(_imported(ep, helper)).first_error
     assert (first == call) == (helper == "return_all_delivered_order_items"), first
 
 
@@ -1162,8 +1138,6 @@ def test_a_failed_try_redone_with_a_helper_tool_the_domain_lacks_is_charged_at_t
     method or a gift card); the user agrees to a gift card, and the agent returns "all items" with its own helper
     `return_all_delivered_order_items`, which changes nothing: the helper call is the error, not the failed try the
     conversation mended."""
-    from castdata.records import ImportMark
-
     ep = Script("retail", 82)
     ep.user("Hi, Chen Silva, 46281. I got two tablets; return the pricier one to my credit card.")
     ep.call("find_user_id_by_name_zip", first_name="Chen", last_name="Silva", zip="46281")
@@ -1178,37 +1152,37 @@ def test_a_failed_try_redone_with_a_helper_tool_the_domain_lacks_is_charged_at_t
     )
     ep.say("Refunds go to the original method, a gift card. Shall I use it?", "Fine, return everything then. Go ahead!")
     helper = "return_all_delivered_order_items"
-    call = ep._add(
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "c1",
-                    "type": "function",
-                    "function": {
-                        "name": helper,
-                        "arguments": {"order_id": "#W9571698", "payment_method_id": "gift_card_7250692"},
-                    },
-                }
-            ],
-        }
-    )
-    ep._add({"role": "tool", "tool_call_id": "c1", "name": helper, "content": ep.messages[read + 1]["content"]})
+    arguments = {"order_id": "#W9571698", "payment_method_id": "gift_card_7250692"}
+    call = _helper_call(ep, helper, arguments, ep.messages[read + 1]["content"])
     ep.say("All items of #W9571698 are returned. Anything else?", STOP)
+    assert judge(_imported(ep, helper)).first_error == call
+
+
+def _helper_call(ep: Script, helper: str, arguments: dict, result: str) -> int:
+    """A call of a tool of the source harness the domain lacks, with its recorded result (as an import keeps it)."""
+    call = {"id": "c1", "type": "function", "function": {"name": helper, "arguments": arguments}}
+    step = ep._add({"role": "assistant", "content": None, "tool_calls": [call]})
+    ep._add({"role": "tool", "tool_call_id": "c1", "name": helper, "content": result})
+    return step
+
+
+def _imported(ep: Script, helper: str):
+    """The episode as `castdata import` marks it: reproduced, with `helper` among the source's extra tools."""
+    from castdata.records import ImportMark
+
     mark = ImportMark(
         format="tau-bench",
         file="f.json",
         sha256="0" * 64,
         index=0,
-        source_task_id=82,
+        source_task_id=ep.task.index,
         source_trial=0,
         source_reward=None,
         task_match="same",
         reproduced=True,
         extra_tools=[helper],
     )
-    assert judge(ep.build().model_copy(update={"imported": mark})).first_error == call
+    return ep.build().model_copy(update={"imported": mark})
 
 
 @pytest.mark.parametrize("names_it", [True, False], ids=["names the new item", "names none"])
