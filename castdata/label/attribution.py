@@ -621,11 +621,11 @@ def wrong_answer(
 ) -> tuple[int, str] | None:
     """The agent's first answer to a user question that gives another value of the required output's kind, or
     refuses; a reply that gives one of the `others` (the task's other required outputs), or a refusal after which the
-    agent gave one, answers another question. The answer is its first message after the question, before the user's next question, that gives a
-    number or refuses (messages that only ask for details come first; past the first reply, one that asks to confirm
-    a change is none). A message before any tool result whose every number the policy states restates the policy's
-    rules, and answers nothing about the user's records when the agent goes on to read them (an agent that never
-    does answered with the policy)."""
+    agent gave one, answers another question. The answer is its first message after the question, before the user's
+    next question, that gives a number or refuses (messages that only ask for details come first; past the first
+    reply, one that asks to confirm a change is none). A message before any tool result whose every number the
+    policy states restates the policy's rules, and answers nothing about the user's records when the agent goes on
+    to read them (an agent that never does answered with the policy)."""
     kind = _number_kind(output) if _NUMBER.fullmatch(output.strip()) else None
     policy = (
         set(numbers_in(messages[0].get("content") or "")) if messages and messages[0]["role"] == "system" else set()
@@ -642,12 +642,12 @@ def wrong_answer(
             if not text:
                 continue
             later, first = not first, False
-            plain = text.lower().replace(",", "")
-            if output.lower() in plain or any(other.lower() in plain for other in others):
+            given = text.lower().replace(",", "")
+            if output.lower() in given or any(other.lower() in given for other in others):
                 break
             if REFUSAL.search(text):
-                later = "\n".join(agent_text(m) for m in messages[reply + 1 :]).lower().replace(",", "")
-                if any(other.lower() in later for other in others):
+                afterwards = "\n".join(agent_text(m) for m in messages[reply + 1 :]).lower().replace(",", "")
+                if any(other.lower() in afterwards for other in others):
                     break  # it gave another required output later: the refused question was answered after all
                 if INFO_QUESTION.search(message.get("content") or "") and not _IDENTITY.search(text):
                     return reply, "wrong_refusal"
@@ -773,9 +773,8 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
         elif finding.signal == "replay.gold_write_missing" and finding.missing is not None:
             gold = finding.missing
             # the closing message itself may be the refusal
-            held = held_items(
-                domain, gold
-            )  # hindsight: what the record holds, read or not ("no order has a skateboard")
+            # hindsight: what the record holds, read or not ("none of your orders include a skateboard")
+            held = held_items(domain, gold)
             said = [refusal(messages, finding.step + 1, gold, held), insisted(messages, finding.step + 1, domain)]
             found = min((index for index in said if index is not None), default=None)
             attempt = failed_write(messages, found, domain) if found is not None and found == said[0] else None

@@ -328,8 +328,6 @@ def write_category(action: Action, expected: Action | None) -> str:
 
 
 _CLOSING = re.compile(r"\banything else\b|\bis there (?:something|anything) more\b", re.I)
-
-
 _ASKS_YES = re.compile(r"\bconfirm|\byes/no\b|\breply .{0,2}yes", re.I)
 
 
