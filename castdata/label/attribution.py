@@ -717,6 +717,11 @@ def _given_up_after(messages: list[dict[str, Any]], finding: Finding, domain: Do
 def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -> list[Finding]:
     """The replay's critical findings moved to where each error was said (rule findings are kept as they are)."""
     messages = trajectory.messages
+    required = trajectory.privileged.required_outputs
+
+    def others(output: str) -> tuple[str, ...]:  # the task's other required outputs
+        return tuple(o for o in required if o != output)
+
     moved = []
     for finding in findings:
         if not finding.critical:
@@ -788,20 +793,14 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
             elif found is not None:  # the corrected turn offers the change (kept where its details were visible)
                 finding = Finding(found, "said.refusal", "wrong_refusal", "critical", ask_to_confirm(gold), gold)
         elif finding.signal == "replay.output_missing":
-            required = tuple(trajectory.privileged.required_outputs)
-            answers = [
-                wrong_answer(messages, finding.step, output, tuple(o for o in required if o != output))
-                for output in trajectory.outcome.outputs_missing
-            ]
+            missing = trajectory.outcome.outputs_missing
+            answers = [wrong_answer(messages, finding.step, output, others(output)) for output in missing]
             answers = [answer for answer in answers if answer is not None]
             asked = any(
                 m["role"] == "user" and INFO_QUESTION.search(m["content"] or "") for m in messages[1 : finding.step]
             )
             if not answers and not asked:  # asked for only after the message charged: a wrong answer is the error
-                later = [
-                    wrong_answer(messages, len(messages), o, tuple(r for r in required if r != o))
-                    for o in trajectory.outcome.outputs_missing
-                ]
+                later = [wrong_answer(messages, len(messages), output, others(output)) for output in missing]
                 answers = [answer for answer in later if answer is not None and answer[0] > finding.step]
             if answers:
                 step, category = min(answers)
@@ -830,7 +829,8 @@ def _steered_away(messages: list[dict[str, Any]], said: int, action: Action, gol
         word in (messages[asked]["content"] or "").lower() for word in topic_words(action.name)
     ):
         return None
-    answered = next((i for i in reversed(_agent_texts(messages, asked))), None)
+    texts = _agent_texts(messages, asked)
+    answered = texts[-1] if texts else None
     if answered is None or any(m["role"] == "user" for m in messages[answered + 1 : asked]):
         return None
     text = messages[answered]["content"]

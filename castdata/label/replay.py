@@ -156,7 +156,7 @@ def _first_out_of_order(writes: list[Write], gold: GoldPath) -> tuple[Write, Act
     for position, (write, index) in enumerate(made):
         # only an earlier gold call on a record this one changes too: calls on separate records commute
         later = [
-            other for _, other in made[position + 1 :] if other < index and gold.writes[other][1] & set(write.changed)
+            other for _, other in made[position + 1 :] if other < index and gold.writes[other][1] & write.changed.keys()
         ]
         if later:
             return write, gold.writes[min(later)][0]
@@ -584,9 +584,10 @@ def replay_findings(
         gold_write = candidates[0] if candidates else None
         # the earliest plan that left one of them out, if any did
         left_outs = [(at, i) for i, g in enumerate(candidates) if (at := _left_out_at(trajectory, g, step)) is not None]
-        left_out = min(left_outs)[0] if left_outs else None
+        left_out = None
         if left_outs:
-            gold_write = candidates[min(left_outs)[1]]
+            left_out, index = min(left_outs)
+            gold_write = candidates[index]
         if gold_write is not None:
             step = left_out if left_out is not None else _dropped_at(trajectory, gold_write, step)
         expected = gold_write
