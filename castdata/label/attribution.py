@@ -39,12 +39,13 @@ from typing import Any
 from castdata.envs import Domain
 from castdata.envs.database import plain
 from castdata.label.acts import TARGET_KEYS, record_ids, signature, specific_words, topic_words
+from castdata.label.catalogue import false_claim, products_of
 from castdata.label.findings import Finding
 from castdata.label.payments import payment_kind
 from castdata.label.replay import write_category
 from castdata.label.rules import ASKS_TO_CONFIRM, ask_to_confirm, is_confirmation
 from castdata.messages import call_failed, calls, first_call, is_agent_text, tool_turns
-from castdata.records import Action, Trajectory
+from castdata.records import RESPOND, Action, Trajectory
 
 REFUSAL = re.compile(
     r"\b(?:can ?not|can't|cannot|unable to|not able to|not possible|isn't possible|not eligible|ineligible|"
@@ -809,8 +810,33 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
             loop = _loop_start(messages) if trajectory.outcome.termination_reason == "max_steps" else None
             if loop is not None and loop < finding.step:
                 finding = Finding(loop, "replay.step_limit_loop", "redundant_action", "critical")
-        moved.append(finding)
+        moved.append(_said_false_claim(trajectory, finding, domain) or finding)
     return moved
+
+
+# findings about when the agent acted, not what it did or said: a word about variants does not explain them
+_ORDER_SIGNALS = (
+    "replay.blocked_later_write",
+    "replay.out_of_order",
+    "replay.step_limit_loop",
+    "replay.hand_off_needed",
+)
+
+
+def _said_false_claim(trajectory: Trajectory, finding: Finding, domain: Domain) -> Finding | None:
+    """The finding moved to an earlier message that told the user something about the variants of a product the
+    error's writes act on that the database disproves ("the largest size available is 50ml")."""
+    if not finding.critical or finding.signal in _ORDER_SIGNALS:
+        return None
+    acted = _action_at(trajectory, finding.step)
+    writes = [a for a in (acted, finding.expected, finding.missing) if a is not None and a.name != RESPOND]
+    gold = [a for a in trajectory.privileged.gold_actions if domain.tool_kind(a.name) == "write"]
+    claim = false_claim(trajectory.messages, finding.step, products_of(domain, writes), gold)
+    if claim is None:
+        return None
+    needed = finding.missing or finding.expected
+    expected = ask_to_confirm(needed) if needed is not None and needed.name != RESPOND else None
+    return Finding(claim, "said.catalogue", "ungrounded_claim", "critical", expected, needed)
 
 
 _FALLS_SHORT = re.compile(r"\b(?:would|will|could|does|do) not\b|\bwon't\b|\bencountered an (?:issue|error)\b", re.I)

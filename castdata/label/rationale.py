@@ -53,6 +53,7 @@ _REQUIRED = {
     "said.proposal": "What the agent offers or asks the user to confirm must be the change the policy allows and the conversation established{fix}.",
     "said.refusal": "A request the policy allows must be handled, not refused.",
     "said.answer": "An answer to the user must state the value the tool results show.",
+    "said.catalogue": "What the agent tells the user about a product's variants must be what the tool results show; a lookup that lists some variants does not show that no other exists.",
     "rule.no_confirmation": "Before a write, the agent must list the action details and get an explicit yes in the user's latest message.",
     "rule.unconfirmed_details": "A write must use the details the user confirmed.",
     "rule.before_auth": "The user must be authenticated ({auth_tools}) before any data access or change.",
@@ -87,6 +88,7 @@ _ASSESSMENT = {
     "said.proposal": "the user's yes to this message led to a change that is not the one the request and the policy call for",
     "said.refusal": "it refuses a change the policy allows, and the change is never made",
     "said.answer": "it does not give the value the user asked for",
+    "said.catalogue": "it tells the user which variants are available, which the lookups it had seen do not show",
     "rule.no_confirmation": "the user's latest message is not an explicit yes to this change",
     "rule.unconfirmed_details": "the user confirmed other details than the ones used",
     "rule.before_auth": "no authentication had succeeded yet",
@@ -196,6 +198,10 @@ def _evidence(judgement: Judgement, expected: Action | None, view: View) -> list
     last_user = next((i for i in range(step - 1, 0, -1) if view.roles[i] == "user"), None)
     if last_user is not None and len(view.texts[last_user]) >= MIN_QUOTE:
         found.append((last_user, _excerpt(view.texts[last_user])))
+    if any(f.signal == "said.catalogue" for f in judgement.findings):  # the lookup the claim rests on
+        lookup = next((i for i in range(step - 1, 0, -1) if view.roles[i] == "tool"), None)
+        if lookup is not None and view.texts[lookup]:
+            found.append((lookup, _excerpt(view.texts[lookup])))
     if any(f.signal == "rule.unconfirmed_details" for f in judgement.findings) and last_user is not None:
         request = next((i for i in range(last_user - 1, 0, -1) if view.roles[i] == "assistant"), None)
         if request is not None and view.texts[request]:
