@@ -436,6 +436,34 @@ def test_a_change_the_user_turned_down_from_an_offer_for_several_records_is_the_
     assert _faulted(ep, "fault.user_declined") == offered_all
 
 
+@pytest.mark.parametrize(
+    "answer, users",
+    [
+        ("Actually, no need for now. I'll think it over and come back later.", True),
+        ("Hmm, I'd rather keep it for now, thanks.", True),
+        ("Yes, please go ahead.", False),  # a yes: the agent then left the change undone
+    ],
+    ids=["put off", "turned down", "said yes"],
+)
+def test_a_change_the_user_turned_down_when_offered_it_is_the_users(answer, users):
+    """Part 3's retail 55 (retail test task 55, both annotators): the agent sets out the gold change itself, its
+    record and its act, and asks to go ahead; the simulated user puts it off ("is it okay if I reach out again?") and
+    never asks for it again: the change left undone is the user's choice. After a yes, the agent is to blame."""
+    ep = Script("retail", 77)  # the gold exchanges the woody 30ml perfume for the woody 100ml one
+    ep.user("Hi, Ivan Johnson, 94183. I love my perfume and want the largest size you have.")
+    ep.call("find_user_id_by_name_zip", first_name="Ivan", last_name="Johnson", zip="94183")
+    ep.call("get_user_details", user_id="ivan_johnson_6036")
+    ep.call("get_order_details", order_id="#W1671835")
+    ep.call("get_product_details", product_id="6858788497")
+    ep.say(
+        "I can exchange the perfume in order #W1671835 for the woody 100ml one (item 3399869890), with the "
+        "difference refunded to your PayPal. Would you like me to proceed?",
+        answer,
+    )
+    ep.say("Alright. Is there anything else I can help you with?", STOP)
+    assert _faulted(ep, "fault.user_declined") == users
+
+
 @pytest.mark.parametrize("user_names_it", [True, False], ids=["the user chose the Visa", "the agent did"])
 def test_a_gold_write_left_undone_by_a_payment_the_user_chose_follows_from_that_choice(user_names_it):
     """Airline test task 32 (part 2's 32.1, both annotators): the user asks to pay with "the Visa ending in 7238" and

@@ -36,7 +36,9 @@ solution are used for the verdict only, never in a rationale):
   gift card) the user said it does not use or want, though its hidden instruction says nothing of that kind: the
   only way to pay was refused by the user;
 - `fault.user_declined`: a needed change never made, on a record the agent offered the change for among several
-  others, when the user's answer chose others only and never asked for it after;
+  others, when the user's answer chose others only and never asked for it after; or one the agent set out itself
+  (its record or items, its act, the new items it sets) and asked to go ahead with, when the user's answer was no
+  yes and asked for no such act, or put it off ("I'll handle it later"), and no later user turn asked for it;
 - `fault.gold_against_policy`: the gold solution disagrees with the policy (`castdata.label.policy_rules`): a
   gold write the policy forbids whatever the user says (a cancellation of a flown trip, a flight change to another
   destination, bags charged that the allowance makes free), when the agent made no such forbidden write itself;
@@ -66,6 +68,7 @@ from castdata.label.attribution import (
     descriptions,
     item_names,
     mentions,
+    new_item_ids,
     numbers_in,
     proposal_of,
     refusal,
@@ -78,7 +81,7 @@ from castdata.label.findings import Finding
 from castdata.label.payments import PAYMENT_KEYS, PAYMENT_WORDS, payment_ids, payment_kind
 from castdata.label.policy_rules import cancellation, compensation, forbidden_gold_write, forbidden_writes
 from castdata.label.replay import shown_among
-from castdata.label.rules import is_confirmation
+from castdata.label.rules import ASKS_TO_CONFIRM, is_confirmation
 from castdata.messages import first_call, tool_turns
 from castdata.records import Action, Trajectory
 from castdata.visible import said_by_user
@@ -533,6 +536,57 @@ def _user_declined(trajectory: Trajectory, gold: Action) -> bool:
     return False
 
 
+_PUTS_OFF = re.compile(  # an answer that puts the change off: "I'll handle the expensive one later"
+    r"\b(?:later|another time|reach out again|come back|get back to you|not now|for now|hold off)\b", re.I
+)
+
+
+def _offers_change(messages: list[dict], index: int, gold: Action, names: set[str]) -> bool:
+    """Whether agent message `index` offers the gold write itself and asks the user to go ahead: a paragraph names
+    its record, or every item it acts on, with the words of its own act, and the message sets out each new item it
+    sets (by id or description). A list of records to choose from offers none of them."""
+    text = agent_text(messages[index])
+    words = specific_words(gold.name)
+    if not text or not ASKS_TO_CONFIRM.search(text):
+        return False
+    if not any(
+        any(word in part.lower() for word in words)
+        and (any(mentions(part, token) for token in targets(gold)) or (names and all(n in part.lower() for n in names)))
+        for part in text.split("\n\n")
+    ):
+        return False
+    return all(item in text or describes(text, descriptions(messages, index, item)) for item in new_item_ids(gold))
+
+
+def _user_turned_down(trajectory: Trajectory, gold: Action) -> bool:
+    """Whether the user turned the needed change down when the agent offered it (`_offers_change`): the user's
+    answer was no yes and asked for no such act (or put it off: "later", "reach out again"), and no user turn after
+    it asked for the act on its record or items again."""
+    messages = trajectory.messages
+    names = item_names(messages, len(messages), gold)
+    words = topic_words(gold.name)
+
+    def asks_for_it(text: str, named: bool) -> bool:
+        lowered = text.lower()
+        return any(word in lowered for word in words) and not _PUTS_OFF.search(text) and named
+
+    for index in range(1, len(messages)):
+        if messages[index]["role"] != "assistant" or not _offers_change(messages, index, gold, names):
+            continue
+        reply = next((i for i in range(index + 1, len(messages)) if messages[i]["role"] == "user"), None)
+        if reply is None:
+            return False
+        answer = messages[reply]["content"] or ""
+        if is_confirmation(answer, agent_text(messages[index])) or asks_for_it(answer, True):
+            return False  # a yes, or the act asked for in other words: what went wrong after is the agent's
+        later = [m["content"] or "" for m in messages[reply + 1 :] if m["role"] == "user"]
+        return not any(
+            asks_for_it(text, any(mentions(text, t) for t in targets(gold)) or any(n in text.lower() for n in names))
+            for text in later
+        )
+    return False
+
+
 _COVERING = re.compile(  # words that ask for the items without naming them: "return everything but the mouse"
     r"\b(?:everything|anything|all (?:my|of|the|items|orders|possible)|every (?:item|order)|the rest)\b"
 )
@@ -588,7 +642,8 @@ def user_choice(trajectory: Trajectory, domain: Domain, finding: Finding) -> str
             return "fault.user_never_asked"
         if _user_refused_payment(trajectory, finding.missing):
             return "fault.user_refused_payment"
-        return "fault.user_declined" if _user_declined(trajectory, finding.missing) else None
+        declined = _user_declined(trajectory, finding.missing) or _user_turned_down(trajectory, finding.missing)
+        return "fault.user_declined" if declined else None
     if finding.signal not in ("replay.write_off_gold", "replay.write_missed_gold"):
         return None
     call = first_call(trajectory.messages[finding.step])
