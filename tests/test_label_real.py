@@ -1,9 +1,9 @@
-"""The labeler against careful human judgement on real agents' episodes (tests/golden_real: six parts, each judged
+"""The labeler against careful human judgement on real agents' episodes (tests/golden_real: seven parts, each judged
 by two annotators before the labeler was run on it). The bounds are today's measured levels per part
 (benchmarks/README.md), kept as floors: a change that makes labels on real trajectories worse fails here. The
 issue's first-error target (90%) is met on part 1 only, and its flag precision target (95%) on parts 2 and 5 only;
-parts 4, 5 and 6, other agents, were measured once before any rule was written from them (22.2% / 83.3%, 44.7% /
-95.2% and 46.2% / 85.7%)."""
+parts 4, 5, 6 and 7, other agents, were measured once before any rule was written from them (22.2% / 83.3%, 44.7% /
+95.2%, 46.2% / 85.7% and 41.4% / 83.3%)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ EXPECTED = {
     "part 4": ((36, 24), 2, {"accuracy": 0.66, "close": 24, "no_blame": 1, "precision": 0.83, "false_alarms": 1}),
     "part 5": ((38, 30), 2, {"accuracy": 0.78, "close": 25, "no_blame": 8, "precision": 0.95, "false_alarms": 0}),
     "part 6": ((39, 30), 2, {"accuracy": 0.64, "close": 23, "no_blame": 4, "precision": 0.88, "false_alarms": 1}),
+    "part 7": ((29, 30), 2, {"accuracy": 0.41, "close": 13, "no_blame": 5, "precision": 0.83, "false_alarms": 2}),
 }
 
 
