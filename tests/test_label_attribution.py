@@ -77,6 +77,26 @@ def test_a_wrong_write_is_charged_to_the_first_message_that_described_its_item()
     assert said_first(messages, 7, ["8551474201"]) == 5
 
 
+def test_a_proposal_that_describes_the_old_item_beside_the_new_one_names_the_new_one():
+    """Part 7's retail 56 and part 6's retail 46: "change the air purifier from the current model (large, HEPA, night
+    mode, $547.55) to the cheapest one (medium, HEPA, night mode, $492.65)" describes two variants of one product,
+    but the old one is the write's own item: the message proposes the new one. Without it among the write's values
+    the two read as a list of choices, naming neither."""
+    messages = _messages(
+        ("user", "Make my tablet a 10-inch one."),
+        ("tool", json.dumps(VARIANTS)),
+        (
+            "assistant",
+            "I will change your tablet from the 8-inch, 64GB, silver one ($938.92) to the 10-inch, 64GB, silver one "
+            "($903.95). Shall I go ahead (yes/no)?",
+        ),
+        ("user", "Yes."),
+    )
+    messages.append({"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "modify", "arguments": {}}}]})
+    assert said_first(messages, 5, ["2106335193"], values=("8551474201", "2106335193")) == 3
+    assert said_first(messages, 5, ["2106335193"]) == 5
+
+
 def test_requiring_a_reservation_id_the_user_does_not_have_or_other_details_instead_is_a_refusal():
     messages = _messages(
         ("user", "Please cancel my trip."),

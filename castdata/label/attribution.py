@@ -133,14 +133,17 @@ def _description(record: dict[str, Any]) -> list[tuple[str, ...]]:
     return found
 
 
-def descriptions(messages: list[dict[str, Any]], before: int, token: str) -> list[tuple[tuple[str, ...], list]]:
+def descriptions(
+    messages: list[dict[str, Any]], before: int, token: str, kin: frozenset[str] = frozenset()
+) -> list[tuple[tuple[str, ...], list]]:
     """How a message may name `token` without its id, from the tool results before `before` that show its record
     (an item's "8-inch, 64GB, silver", its price), each with the descriptions of the record's siblings: a message
-    that also describes a sibling lists choices, and names none of them. A payment method of a kind no result showed
-    the user to hold (a guess) is named by its kind ("gift card")."""
+    that also describes a sibling lists choices, and names none of them, unless the sibling is `kin` (another value
+    of the same write: "change it from the large one to the medium one"). A payment method of a kind no result
+    showed the user to hold (a guess) is named by its kind ("gift card")."""
     found = []
     for record, siblings in shown_records(messages, before, token):
-        others = [words for sibling in siblings for words in _description(sibling)]
+        others = [words for sibling in siblings if sibling.get("item_id") not in kin for words in _description(sibling)]
         found += [(words, others) for words in _description(record)]
     kind = payment_kind(token)
     if not found and kind and token.startswith(f"{kind}_") and not _tools_said(messages, before, f"{kind}_"):
@@ -281,7 +284,7 @@ def said_first(
         return step
     if topic and not any(word in messages[texts[-1]]["content"].lower() for word in topic):
         return step
-    described = {token: descriptions(messages, step, token) for token in tokens}
+    described = {token: descriptions(messages, step, token, frozenset(values)) for token in tokens}
     found = step
     for index in reversed(texts):
         text = messages[index]["content"]
