@@ -81,6 +81,32 @@ def test_without_a_variant_the_gold_sets_any_available_variant_disproves_a_claim
         assert (found == 2) == false, text
 
 
+@pytest.mark.parametrize(
+    "text, false",
+    [
+        ("The most expensive shorter bamboo skateboard available is the 31 inch custom one at $200.80.", True),
+        ("The most expensive bamboo skateboard available is the 28 inch plain one at $208.60.", False),
+        ("The cheapest bamboo skateboard available is the 28 inch graphic one at $180.10.", False),
+    ],
+)
+def test_a_price_claim_the_variant_the_gold_sets_passes_is_false(text, false):
+    """Part 7's retail 29: the gold exchanges for the most expensive shorter bamboo skateboard (28 inch, plain,
+    $208.60); the agent said it was a $200.80 one. Only the gold's own variant disproves a price claim: without one,
+    the cheapest of what the user asked for need not be the cheapest of all."""
+    exchange = Action(
+        name="exchange_delivered_order_items",
+        kwargs={"order_id": "#W3792453", "item_ids": ["4293355847"], "new_item_ids": ["8176740019"]},
+    )
+    messages = [
+        {"role": "system", "content": "policy"},
+        {"role": "tool", "content": json.dumps({"product_id": "1968349452"})},
+        {"role": "assistant", "content": text},
+    ]
+    assert (false_claim(messages, 3, products_of(RETAIL, [exchange]), [exchange]) == 2) == false
+    cancel = Action(name="cancel_pending_order", kwargs={"order_id": "#W3792453", "reason": "no longer needed"})
+    assert false_claim(messages, 3, products_of(RETAIL, [exchange]), [cancel]) is None
+
+
 def test_a_claim_before_any_tool_result_showed_the_product_is_not_judged():
     messages = [
         {"role": "system", "content": "policy"},

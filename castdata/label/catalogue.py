@@ -3,7 +3,7 @@
 A lookup may show one variant of a product (a generated helper, a truncated result). An agent that reads it as
 the whole catalogue tells the user that what they want does not exist:
 - "only the size S variant is available" (an **only** claim);
-- "the largest size available is 50ml" (a **limit** claim);
+- "the largest size available is 50ml", "the most expensive one available is $200.80" (a **limit** claim);
 - "there isn't an available variant with a 10x zoom" (an **absence** claim).
 
 The claim is wrong information at the message that says it when the domain's database holds an available variant
@@ -33,6 +33,9 @@ _MORE = r"largest|biggest|highest|maximum|max|longest|greatest"
 _LESS = r"smallest|lowest|minimum|min|shortest|least"
 _PRICE = re.compile(r"\b(under|below|less than|cheaper than|over|above|more than)\s+\$?(\d[\d,]*(?:\.\d+)?)", re.I)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_AMOUNT = re.compile(r"\$(\d[\d,]*(?:\.\d+)?)")
+_PRICIEST = re.compile(r"\b(?:most expensive|priciest|highest[- ]priced|costliest)\b", re.I)
+_CHEAPEST = re.compile(r"\b(?:cheapest|least expensive|lowest[- ]priced|most affordable)\b", re.I)
 _BLANK = {"yes", "no", "none", "n/a", ""}  # option values too common as words to count as said
 
 
@@ -172,12 +175,24 @@ def _beyond_limit(clause: str, named: dict[str, set[str]], witness: Variant) -> 
     return False
 
 
-def _contradicts(clause: str, product: Product, witness: Variant) -> bool:
-    """Whether one clause makes a claim about the product's available variants that the witness disproves."""
+def _beyond_price(clause: str, witness: Variant) -> bool:
+    """A price claim ("the most expensive one available is $200.80") the witness's price passes."""
+    claimed = [float(amount.replace(",", "")) for amount in _AMOUNT.findall(clause)]
+    if not claimed or witness.price is None:
+        return False
+    if _PRICIEST.search(clause):
+        return witness.price > max(claimed)
+    return bool(_CHEAPEST.search(clause)) and witness.price < min(claimed)
+
+
+def _contradicts(clause: str, product: Product, witness: Variant, needed: bool) -> bool:
+    """Whether one clause makes a claim about the product's available variants that the witness disproves (a price
+    claim only by a variant the gold solution sets, `needed`: the cheapest of what the user asked for need not be
+    the cheapest of all)."""
     if "?" in clause or not _AVAILABLE.search(clause) or not _within_price(clause, witness):
         return False
     named = _named(clause, product)
-    if named and _beyond_limit(clause, named, witness):
+    if named and (_beyond_limit(clause, named, witness) or (needed and _beyond_price(clause, witness))):
         return True
     if named and _ONLY.search(clause):  # "only size S": the witness matches the rest and differs in one
         return any(
@@ -198,11 +213,11 @@ def _names_product(text: str, product: Product) -> bool:
     return bool(re.search(rf"\b{re.escape(product.name)}", text, re.I))
 
 
-def _witnesses(product: Product, gold: list[Action]) -> list[Variant]:
-    """The variants the gold solution sets of the product, else every available one."""
+def _witnesses(product: Product, gold: list[Action]) -> tuple[list[Variant], bool]:
+    """The variants the gold solution sets of the product (and True), else every available one (and False)."""
     wanted = {item for action in gold for item in _item_ids(action.kwargs.get("new_item_ids"))}
     chosen = [v for v in product.variants if v.item_id in wanted]
-    return [v for v in chosen or product.variants if v.available]
+    return [v for v in chosen or product.variants if v.available], bool(chosen)
 
 
 def false_claim(messages: list[dict[str, Any]], before: int, products: list[Product], gold: list[Action]) -> int | None:
@@ -211,7 +226,7 @@ def false_claim(messages: list[dict[str, Any]], before: int, products: list[Prod
     found = None
     for product in products:
         ids = {product.product_id} | {v.item_id for v in product.variants}
-        witnesses = _witnesses(product, gold)
+        witnesses, needed = _witnesses(product, gold)
         shown = next(
             (
                 i
@@ -228,7 +243,7 @@ def false_claim(messages: list[dict[str, Any]], before: int, products: list[Prod
             if not text or not _names_product(text, product):
                 continue  # a claim about another product's variants
             unsaid = [w for w in witnesses if text and w.item_id not in text]
-            if any(_contradicts(clause, product, w) for clause in _CLAUSES.split(text or "") for w in unsaid):
+            if any(_contradicts(clause, product, w, needed) for clause in _CLAUSES.split(text or "") for w in unsaid):
                 found = index
                 break
     return found
