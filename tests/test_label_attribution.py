@@ -92,7 +92,9 @@ def test_a_proposal_that_describes_the_old_item_beside_the_new_one_names_the_new
         ),
         ("user", "Yes."),
     )
-    messages.append({"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "modify", "arguments": {}}}]})
+    messages.append(
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "modify", "arguments": {}}}]}
+    )
     assert said_first(messages, 5, ["2106335193"], values=("8551474201", "2106335193")) == 3
     assert said_first(messages, 5, ["2106335193"]) == 5
 

@@ -19,8 +19,11 @@ PAYMENT_WORDS = {
     "paypal": ("paypal",),
     "certificate": ("certificate",),
 }
-_ORIGINAL = re.compile(
-    r"\b(?:to|via|on|with|using)\s+(?:the\s+|your\s+|my\s+)?(?:original|same)\s+(?:payment|method|card)", re.I
+_ORIGINAL = re.compile(  # "refund to the original payment method", "your original payment method will be used"
+    r"\b(?:to|via|on|with|using)\s+(?:the\s+|your\s+|my\s+)?(?:original|same)\s+(?:payment|method|card)|"
+    r"\b(?:the|your|my)\s+(?:original|same)\s+(?:payment\s+method|method|card)\s+(?:will|would)\s+be\s+"
+    r"(?:used|charged|refunded|credited)",
+    re.I,
 )
 
 

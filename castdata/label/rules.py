@@ -31,9 +31,9 @@
 - `rule.unasked_compensation`: a certificate sent though no user turn before it asked for compensation (airline's
   policy: never offered proactively);
 - `rule.payment_unasked`: a write that pays or refunds with a payment method nobody put to the user: the user never
-  named it (its id, its number, its kind in words), and no confirmation request the user said yes to named it (the
-  policies: the user provides the payment method; airline's "the agent should ask for the payment or refund
-  method");
+  named it (its id, its number, its kind in words), and no agent message named it that the user said yes to, or
+  answered without naming a method of its own (the policies: the user provides the payment method; airline's "the
+  agent should ask for the payment or refund method");
 - `rule.ungrounded_id`: a tool call with an identifier argument (order, item, user, product, reservation, payment
   id), or an agent message naming a record id (an order id, a long item or product number, a payment method id),
   that no user turn, tool result or the policy showed before: the agent guessed it (its own earlier messages are
@@ -49,7 +49,7 @@ from castdata.envs import RESPOND, Domain
 from castdata.envs.reproduce import replay_record
 from castdata.label.acts import signature, topic_words
 from castdata.label.findings import Finding
-from castdata.label.payments import names_payment, payment_ids
+from castdata.label.payments import PAYMENT_WORDS, names_payment, payment_ids
 from castdata.label.policy_rules import cabin_set, cancellation, compensation, forbidden_write, item_swap
 from castdata.messages import call_failed, first_call, tool_turns
 from castdata.records import Action, Trajectory
@@ -305,8 +305,12 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
         if message["role"] == "user":
             seen += "\n" + (message.get("content") or "")
             reads.clear()
-            confirmed, request = is_confirmation(message.get("content") or "", said), said
-            agreed += "\n" + (message.get("content") or "") + ("\n" + said if confirmed else "")
+            answer = message.get("content") or ""
+            confirmed, request = is_confirmation(answer, said), said
+            # a request the user said yes to, or a message that told the user how a change pays and got no other
+            # method in answer ("the refund goes to your Mastercard ending 2478"), put its payment method to the user
+            told = confirmed or not any(names_payment(answer, f"{kind}_0") for kind in PAYMENT_WORDS)
+            agreed += "\n" + answer + ("\n" + said if told else "")
             first_write = None
             continue
         if message["role"] != "assistant":
