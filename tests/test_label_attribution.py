@@ -1221,3 +1221,41 @@ def test_saying_the_item_a_change_sets_is_unavailable_refuses_the_change(names_i
     claim = "The model with the item ID ending in 9844888101 is not available." if names_it else "It is not available."
     messages += _messages(("assistant", claim), ("user", "Oh, okay."))[1:]
     assert refusal(messages, len(messages), laptop) == (4 if names_it else None)
+
+
+@pytest.mark.parametrize("tries_address", [True, False], ids=["the address change then fails", "it never tries it"])
+def test_a_wrong_write_that_made_the_planned_next_write_fail_is_its_own_error(tries_address):
+    """Parts 1 and 7's retail 72 (retail test task 72, all four annotators): the plan the user says yes to lists the
+    address change and the item changes (the lamp too, which the gold leaves); the agent changes the items first,
+    which locks the order, and the address change then fails. The error is the item change itself (wrong_sequence,
+    the address change expected first), not the plan. Where the agent never tries the address, the plan that
+    carried the wrong lamp change is."""
+    ep = Script("retail", 72)
+    ep.user("Hi, Ivan Khan, 28243. Please send my order to my Charlotte address and change my lamp and backpack.")
+    ep.call("find_user_id_by_name_zip", first_name="Ivan", last_name="Khan", zip="28243")
+    ep.call("get_user_details", user_id="ivan_khan_7475")
+    ep.call("get_order_details", order_id="#W5270061")
+    plan = ep.say(
+        "For order #W5270061 I will: 1. update the shipping address to 159 Hickory Lane, Suite 995, Charlotte, NC "
+        "28243; 2. change the desk lamp to black (item 5320792178) and the backpack to grey, medium, polyester "
+        "(item 5917587651), paid with your gift card. Shall I proceed (yes/no)?",
+        "Yes, please.",
+    )
+    items = ep.call(
+        "modify_pending_order_items",
+        order_id="#W5270061",
+        item_ids=["7453605304", "2492465580"],
+        new_item_ids=["5320792178", "5917587651"],
+        payment_method_id="gift_card_1711656",
+    )
+    if tries_address:
+        address = ep.task.actions[0]
+        ep.call(address.name, **address.kwargs)
+    ep.say("Your items are updated. Anything else?", STOP)
+    judged = judge(ep.build())
+    assert judged.first_error == (items if tries_address else plan)
+    if tries_address:
+        first = next(j for j in judged.judgements if j.step == items)
+        assert "wrong_sequence" in first.categories
+        expected = next(f.expected for f in first.findings if f.signal == "replay.blocked_later_write")
+        assert expected == ep.task.actions[0]  # the write that should have come first, never the agent's own

@@ -6,7 +6,9 @@ change or never told a required answer. Real agents commit to the error earlier,
 - **a proposal that carries the error**: a wrong write (wrong values, or an act the gold solution never makes)
   that the user confirmed was already in the agent's message the user said yes to, and in the messages that
   offered it before, when they name the write's wrong values (or, for an act gold never makes, its target or the
-  flights or items it sets). The error is the first of those messages. A write made on no yes of its own (after a
+  flights or items it sets). The error is the first of those messages, unless the write made the plan's next
+  needed write on its record fail (the items changed before the address): then the write itself is the error
+  (`replay.blocked_later_write`, `wrong_sequence`). A write made on no yes of its own (after a
   failed try or a payment question) carries out the latest plan naming its wrong values that the user said yes
   to. A write whose wrong values no message named is its own error;
 - **a refusal**: a needed change never made, after the agent had looked at the record it concerns and told the
@@ -751,6 +753,10 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
                 finding = Finding(
                     pursued, "replay.hand_off_needed", "wrong_tool", "critical", hand_off, hand_off, action
                 )
+            elif action is not None and (blocked := _blocked_try(trajectory, domain, finding.step, action)) is not None:
+                finding = Finding(
+                    finding.step, "replay.blocked_later_write", "wrong_sequence", "critical", blocked, blocked
+                )
             elif action is not None and (
                 proposal_of(messages, finding.step) is not None or _yes_since_write(messages, finding.step, domain)
             ):
@@ -824,6 +830,33 @@ _ORDER_SIGNALS = (
     "replay.step_limit_loop",
     "replay.hand_off_needed",
 )
+
+
+def _blocked_try(trajectory: Trajectory, domain: Domain, step: int, action: Action) -> Action | None:
+    """The gold write the agent tried next on the record the write at `step` changed, which then failed and would
+    have succeeded without that write, when the plan the user said yes to had named its act (the items changed
+    before the address, which the change of items locked): the write itself is the error, whatever its proposal
+    said, and the blocked one should have come first."""
+    messages, records = trajectory.messages, set(record_ids(action))
+    proposal = proposal_of(messages, step)
+    if not records or proposal is None:
+        return None
+    gold = [g for g in trajectory.privileged.gold_actions if set(record_ids(g)) & records and g.name != action.name]
+    for later, call in tool_turns(messages):
+        if later <= step or call.name == action.name or not set(record_ids(call.action)) & records:
+            continue
+        blocked = next((g for g in gold if g.name == call.name), None)
+        planned = blocked is not None and any(
+            word in messages[proposal]["content"].lower() for word in specific_words(blocked.name)
+        )
+        if not planned or not call_failed(messages, later):
+            return None
+        others = [
+            c.action for at, c in tool_turns(messages[:later]) if at != step and domain.tool_kind(c.name) == "write"
+        ]
+        task = domain.task(trajectory.split, trajectory.task_id)
+        return blocked if domain.replay([*others, call.action], task=task).calls[-1].result.ok else None
+    return None
 
 
 def _said_false_claim(trajectory: Trajectory, finding: Finding, domain: Domain) -> Finding | None:
