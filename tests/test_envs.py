@@ -219,3 +219,19 @@ def test_unknown_split_names_allowed(name):
 
     with pytest.raises(UnknownName, match="allowed:"):
         load_domain(name).tasks("nope")
+
+
+def test_a_tasks_user_can_be_looked_up_by_the_details_on_its_record():
+    """`Domain.auth_calls`: each auth tool with the arguments the user's record gives it (retail's email and its
+    name and zip code); airline authenticates nobody."""
+    retail = load_domain("retail")
+    calls = {call.name: call.kwargs for call in retail.auth_calls(retail.task("test", 102))}
+    assert calls == {
+        "find_user_id_by_email": {"email": "noah.ito4296@example.com"},
+        "find_user_id_by_name_zip": {"first_name": "Noah", "last_name": "Ito", "zip": "98187"},
+    }
+    for name, kwargs in calls.items():  # each finds the task's user
+        with episode_clock():
+            assert retail.execute(retail.new_database(), name, kwargs).observation == "noah_ito_3850"
+    airline = load_domain("airline")
+    assert airline.auth_calls(airline.task("test", 0)) == []

@@ -1259,3 +1259,28 @@ def test_a_wrong_write_that_made_the_planned_next_write_fail_is_its_own_error(tr
         assert "wrong_sequence" in first.categories
         expected = next(f.expected for f in first.findings if f.signal == "replay.blocked_later_write")
         assert expected == ep.task.actions[0]  # the write that should have come first, never the agent's own
+
+
+@pytest.mark.parametrize("gave_zip", [True, False], ids=["name and zip given", "the zip withheld"])
+def test_refusing_to_authenticate_by_the_name_and_zip_the_user_gave_is_the_error(gave_zip):
+    """Part 7's retail 102 (retail test task 102, both annotators): the user gives its name and the zip code of its
+    profile; the agent says it cannot look the user up without the email, and at the user's request transfers it, so
+    no change is made. The refusal is the error (its correction looks the user up by name and zip). Where the user
+    withheld the zip, demanding it refused nothing the policy allows."""
+    ep = Script("retail", 102)
+    ep.user("I need to update the delivery address of my order with two watches.")
+    ep.say("Could you provide your email, or your name and zip code?", None)
+    ep.user("My name's Noah Ito, and my zip is 98187." if gave_zip else "My name's Noah Ito. I won't give a zip.")
+    refused = ep.say(
+        "Unfortunately, I cannot access your account without your email address.",
+        "Fine, just transfer me to a human then.",
+    )
+    ep.call("transfer_to_human_agents", summary="The user wants to change an order's address.")
+    judged = judge(ep.build())
+    assert (judged.first_error == refused) == gave_zip
+    if gave_zip:
+        first = next(j for j in judged.judgements if j.step == refused)
+        expected = next(f.expected for f in first.findings if f.critical)
+        assert expected == Action(
+            name="find_user_id_by_name_zip", kwargs={"first_name": "Noah", "last_name": "Ito", "zip": "98187"}
+        )

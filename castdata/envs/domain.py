@@ -219,6 +219,23 @@ class Domain:
         email = _find_key(self._plain(table.load(task.user_id)), "email") if task.user_id in table.blobs else None
         return Action(name=self.catalog.email_auth_tool, kwargs={"email": email}) if email else None
 
+    def auth_calls(self, task: Task) -> list[Action]:
+        """Every auth call that finds the task's user, its arguments read off the user's record (a name and zip
+        code, an email): what a user who gives those details can be looked up by."""
+        table = self.base.tables.get(self.catalog.user_table)
+        if table is None or task.user_id not in table.blobs:
+            return []
+        record, found = self._plain(table.load(task.user_id)), []
+        for schema in self.tool_schemas:
+            function = schema["function"]
+            if function["name"] not in self.catalog.auth_tools:
+                continue
+            names = function.get("parameters", {}).get("required") or []
+            values = {name: _find_key(record, name) for name in names}
+            if names and all(isinstance(value, str) for value in values.values()):
+                found.append(Action(name=function["name"], kwargs=values))
+        return found
+
     def user_tool_kind(self, name: str) -> str:
         """The kind of a user tool: tau-trait's users have none (`unknown`)."""
         return "unknown"

@@ -14,7 +14,8 @@ change or never told a required answer. Real agents commit to the error earlier,
 - **a refusal**: a needed change never made, after the agent had looked at the record it concerns and told the
   user it cannot be done (naming the record, the act, or in one paragraph an item the change acts on), and never
   tried it or asked to confirm it after, or after it kept requiring a record's id the user said it does not have,
-  instead of looking the record up (`wrong_refusal`). An offer of a transfer, or of the act on a condition the user
+  instead of looking the record up, or after it refused to look the user up by the details of an auth tool the
+  user had given (a name and zip code), authenticating nobody (`wrong_refusal`). An offer of a transfer, or of the act on a condition the user
   must meet ("if you can recall the address"), offers nothing. A refusal that reports the error of the agent's
   own failed write, made since the user's last turn, rests on that write: the write is the error; a failed try the
   agent went on pursuing with the user, then gave up, was dropped at the refusal; an act the gold solution never
@@ -48,6 +49,7 @@ from castdata.label.replay import write_category
 from castdata.label.rules import ASKS_TO_CONFIRM, ask_to_confirm, is_confirmation
 from castdata.messages import call_failed, calls, first_call, is_agent_text, tool_turns
 from castdata.records import RESPOND, Action, Trajectory
+from castdata.visible import said_by_user
 
 REFUSAL = re.compile(
     r"\b(?:can ?not|can't|cannot|unable to|not able to|not possible|isn't possible|not eligible|ineligible|"
@@ -600,6 +602,27 @@ def insisted(messages: list[dict[str, Any]], before: int, domain: Domain) -> int
     return None
 
 
+def refused_authentication(messages: list[dict[str, Any]], before: int, calls: list[Action]) -> int | None:
+    """The agent's reply, before `before`, to the user turn by which the user had given every detail of one of
+    the auth `calls` (a name and zip code), when the reply refuses instead of looking the user up and no
+    authentication ever succeeds: the policy lets the agent authenticate by those details, so demanding others
+    closes every change (`wrong_refusal`)."""
+    names = {call.name for call in calls}
+    if any(call.name in names and not call_failed(messages, step) for step, call in tool_turns(messages)):
+        return None
+    for index in range(1, before):
+        said = said_by_user(messages, index + 1).lower()
+        if messages[index]["role"] != "user" or not any(
+            all(str(value).lower() in said for value in call.kwargs.values()) for call in calls
+        ):
+            continue
+        reply = next((i for i in range(index + 1, before) if messages[i]["role"] != "tool"), None)
+        if reply is not None and is_agent_text(messages[reply]) and REFUSAL.search(messages[reply]["content"]):
+            return reply
+        return None
+    return None
+
+
 def _tried_after(messages: list[dict[str, Any]], start: int, before: int, action: Action, names: set[str]) -> bool:
     """Whether the agent made `action`'s act on its record between `start` and `before`, or asked the user to confirm
     it (naming its record or one of its item `names`): a refusal it went back on; the act on another record goes
@@ -724,6 +747,7 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
     """The replay's critical findings moved to where each error was said (rule findings are kept as they are)."""
     messages = trajectory.messages
     required = trajectory.privileged.required_outputs
+    task = domain.task(trajectory.split, trajectory.task_id)
 
     def others(output: str) -> tuple[str, ...]:  # the task's other required outputs
         return tuple(o for o in required if o != output)
@@ -791,6 +815,8 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
             # hindsight: what the record holds, read or not ("none of your orders include a skateboard")
             held = held_items(domain, gold)
             said = [refusal(messages, finding.step + 1, gold, held), insisted(messages, finding.step + 1, domain)]
+            logins = domain.auth_calls(task)
+            said.append(refused_authentication(messages, finding.step + 1, logins))
             found = min((index for index in said if index is not None), default=None)
             attempt = failed_write(messages, found, domain) if found is not None and found == said[0] else None
             charged = {f.step for f in findings if f.critical}
@@ -800,6 +826,10 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
                 if step in charged:
                     continue  # that write is already charged
                 finding = Finding(step, "replay.write_missed_gold", write_category(action, gold), "critical", gold)
+            elif found is not None and found == said[2]:  # the corrected turn looks the user up by what it gave
+                user = said_by_user(messages, found).lower()
+                login = next(c for c in logins if all(str(v).lower() in user for v in c.kwargs.values()))
+                finding = Finding(found, "said.refusal", "wrong_refusal", "critical", login, gold)
             elif found is not None:  # the corrected turn offers the change (kept where its details were visible)
                 finding = Finding(found, "said.refusal", "wrong_refusal", "critical", ask_to_confirm(gold), gold)
         elif finding.signal == "replay.output_missing":
