@@ -62,6 +62,7 @@ REFUSAL = re.compile(
     r"not (?:showing(?: up)?|shown|listed|appearing) as available|"
     r"there (?:is|are) (?:currently )?no|not (?:currently )?available|unavailable|out of stock|not in stock|"
     r"(?:does|do|did) not appear (?:in|among|to be available)|"
+    r"(?:does not|doesn't|do not|don't) (?:seem to )?(?:match|correspond to) (?:any|an?)\b|"
     r"(?:only|just) one \w+(?: \w+)? (?:variant|option|model)s? (?:is )?available|(?:is|are) only available in)\b",
     re.I,
 )
