@@ -663,6 +663,7 @@ def test_a_confirmation_that_listed_a_wrong_count_is_where_the_error_was_said(li
         "The blue variant is out of stock",
         "A blue version does not appear in the available options",
         "Model number 9844888101 does not match any product",  # part 7's retail 113
+        "Your pending order contains a black XXL crew neck t-shirt, not a small v-neck",  # part 7's retail 3
     ],
 )
 def test_claims_that_an_option_does_not_exist_are_refusals(claim):

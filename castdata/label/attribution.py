@@ -63,6 +63,7 @@ REFUSAL = re.compile(
     r"there (?:is|are) (?:currently )?no|not (?:currently )?available|unavailable|out of stock|not in stock|"
     r"(?:does|do|did) not appear (?:in|among|to be available)|"
     r"(?:does not|doesn't|do not|don't) (?:seem to )?(?:match|correspond to) (?:any|an?)\b|"
+    r"(?:contains?|holds?|has|have|includes?) an? [^.?!]{1,60}, not an?|"  # "it holds a black XXL one, not a small one"
     r"(?:only|just) one \w+(?: \w+)? (?:variant|option|model)s? (?:is )?available|(?:is|are) only available in)\b",
     re.I,
 )
