@@ -1286,3 +1286,24 @@ def test_refusing_to_authenticate_by_the_name_and_zip_the_user_gave_is_the_error
         assert expected == Action(
             name="find_user_id_by_name_zip", kwargs={"first_name": "Noah", "last_name": "Ito", "zip": "98187"}
         )
+
+
+@pytest.mark.parametrize("answer", ["Yes, that works. Now my other item.", "Will that cost more?"])
+def test_a_write_on_a_yes_to_proceed_with_both_carries_out_the_offer_accepted_before(answer):
+    """Part 6's retail 58: the agent offers the wrong espresso machine (9 bar, 2L, manual, $2719.16), the user says
+    yes and goes on to the laptop, and the message the user finally says yes to only asks to "proceed with the
+    exchanges for both": the write carries out the accepted offer, which is where its error was said. An offer the
+    user answered with a question was not accepted."""
+    messages = _messages(
+        ("user", "Change my tablet to a 10-inch one, and my other item too."),
+        ("tool", json.dumps(VARIANTS)),
+        ("assistant", "I found the 10-inch, 64GB, silver tablet for $903.95. Would you like to proceed with it?"),
+        ("user", answer),
+        ("assistant", "Would you like to proceed with both exchanges?"),
+        ("user", "Yes, please proceed."),
+    )
+    messages.append(
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "modify", "arguments": {}}}]}
+    )
+    expected = 3 if "?" not in answer else 7
+    assert said_first(messages, 7, ["2106335193"]) == expected

@@ -9,8 +9,8 @@ change or never told a required answer. Real agents commit to the error earlier,
   flights or items it sets). The error is the first of those messages, unless the write made the plan's next
   needed write on its record fail (the items changed before the address): then the write itself is the error
   (`replay.blocked_later_write`, `wrong_sequence`). A write made on no yes of its own (after a
-  failed try or a payment question) carries out the latest plan naming its wrong values that the user said yes
-  to. A write whose wrong values no message named is its own error;
+  failed try or a payment question), or on a yes to a message that named none of its wrong values ("proceed with
+  both exchanges?"), carries out the latest plan naming them that the user said yes to. A write whose wrong values no message named is its own error;
 - **a refusal**: a needed change never made, after the agent had looked at the record it concerns and told the
   user it cannot be done (naming the record, the act, or in one paragraph an item the change acts on), and never
   tried it or asked to confirm it after, or after it kept requiring a record's id the user said it does not have,
@@ -301,8 +301,14 @@ def said_first(
         if act and not _offers_listed(text, tokens, act):
             break
         found = index
-    if found == step and not topic and not act and proposal_of(messages, step) is None:
-        found = _accepted_offer(messages, texts, tokens, floors, described, right) or step
+    if found == step and not topic and not act:
+        # on no yes of its own, or on a yes to a message that named none of its wrong values ("proceed with both
+        # exchanges?"): the write carries out the offer of them the user said yes to before (and did not answer
+        # with a question: "if I use my gift cards, will that cover it?")
+        offer = _accepted_offer(messages, texts, tokens, floors, described, right)
+        reply = next((i for i in range(offer + 1, step) if messages[i]["role"] == "user"), None) if offer else None
+        if offer is not None and (proposal is None or "?" not in (messages[reply]["content"] or "")):
+            found = offer
     if found == step and topic:  # a wrong act: the run of offers that name the write's values ends with the latest
         found = texts[-1]
         for position in range(len(texts) - 2, -1, -1):
