@@ -3,6 +3,7 @@ allow, and an identifier the agent saw only inside an email address, on hand-bui
 
 from __future__ import annotations
 
+import pytest
 from golden.script import STOP, Script
 
 from castdata.envs import load_domain
@@ -64,6 +65,8 @@ def test_an_identifier_seen_only_inside_an_email_address_was_guessed():
 def test_a_reason_that_starts_with_no_is_no_refusal():
     assert is_confirmation("No longer needed. Yes, please cancel.")  # held-out retail 38.38
     assert is_confirmation("No problem, go ahead.", "Shall I proceed?")
+    assert is_confirmation("Sure, that works.", "Shall I proceed?")
+    assert not is_confirmation("I'm not sure, what are my options?", "Shall I proceed?")
     assert not is_confirmation("No, wait. Yes, I mean the other one.")
 
 
@@ -177,3 +180,28 @@ def test_asking_the_agent_to_confirm_is_no_yes():
     assert not is_confirmation("Now update the address of #W8268610. Could you confirm the change?", "Anything else?")
     assert not is_confirmation("Can you confirm it will arrive by Friday?")
     assert is_confirmation("I confirm. Reason: ordered by mistake.")
+
+
+@pytest.mark.parametrize(
+    "answer, flagged",
+    [
+        ('The reason is "no longer needed." Thank you!', False),  # the detail asked for, given
+        ("Actually, wait. No longer needed, but let me think first.", True),  # taken back
+        ("Which reasons can I choose from?", True),  # no detail the write uses
+    ],
+)
+def test_a_yes_stays_given_through_one_question_for_a_detail_the_user_gives(answer, flagged):
+    """Part 4's retail 69 (both annotators: no violation): the user says "yes, I'd like to cancel the order", the agent
+    lists the order id and asks for the reason, the user gives it, and the agent cancels: the yes covers the
+    cancellation the reason completes. An answer that takes the yes back, or gives no detail the write uses, is none."""
+    ep = Script("retail", 69)
+    ep.user("Hi, Emma Smith, emma.smith@gmail.com. My laptop order is not delivered; please cancel it.")
+    ep.call("find_user_id_by_email", email="emma.smith@gmail.com")
+    ep.call("get_order_details", order_id="#W2417020")
+    ep.say("Order #W2417020 is pending. Would you like to cancel it?", "Yes, I'd like to go ahead and cancel it.")
+    ep.say("To cancel #W2417020, please confirm the reason: 'no longer needed' or 'ordered by mistake'.", answer)
+    cancel = ep.call("cancel_pending_order", order_id="#W2417020", reason="no longer needed")
+    ep.say("Your order is cancelled. Anything else?", STOP)
+    judged = judge(ep.build())
+    signals = [f.signal for j in judged.judgements if j.step == cancel for f in j.findings]
+    assert ("rule.no_confirmation" in signals) == flagged

@@ -3,7 +3,8 @@
 - `rule.no_confirmation`: a write whose latest user turn is not an explicit yes (paraphrased consent counts:
   "sure, go ahead with both", "fine, do it", "please cancel it"), or a second write on one yes that the
   confirmation request did not list (one yes covers the set of actions the request listed; a retry after a write
-  that failed is no second write);
+  that failed is no second write; a yes stays given through one question for a detail, such as the cancellation
+  reason, that the user then gives without taking it back; "I'm not sure" is no "sure");
 - `rule.unconfirmed_details`: a confirmed write on another record (order, reservation) than the request named,
   where it named one of the same shape (the user said yes to another record);
 - `rule.before_auth`: a tool call that reads or writes data before an authentication tool succeeded
@@ -64,7 +65,7 @@ _YES = re.compile(  # "I'll go ahead and prepare the items" speaks of the user's
 )
 # consent that is a yes only as the answer to a request to confirm ("Sure, my user id is ..." answers a question)
 _SOFT_YES = re.compile(
-    r"\b(sure|ok|okay|fine|alright|all right|sounds good|sounds great|that works|works for me|correct|absolutely|"
+    r"\b((?<!not )(?<!n't )(?<!n\u2019t )sure|ok|okay|fine|alright|all right|sounds good|sounds great|that works|works for me|correct|absolutely|"
     r"of course|that's right|perfect|looks? (?:good|great|right|correct|fine)|"
     # the act asked for in so many words ("No longer needed. Please cancel it.")
     r"please (?:cancel|return|exchange|modify|change|update|book|process|upgrade) (?:it|them|both|that|those|the|my))\b",
@@ -297,6 +298,7 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
     reads: set[str] = set()  # the signatures of the successful reads since the latest user turn and write
     results: list[str] = []  # the tool results so far
     agreed = ""  # the confirmation requests the user said yes to, and what the user said
+    detail = ""  # the latest user turn, when it answers a question for a detail right after a yes
     for step, message in enumerate(messages):
         if message["role"] == "tool":
             seen += "\n" + (message.get("content") or "")
@@ -306,6 +308,9 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             seen += "\n" + (message.get("content") or "")
             reads.clear()
             answer = message.get("content") or ""
+            # a yes stays given through one question for a detail the user then gives without taking it back ("yes,
+            # cancel it" / "the reason, please?" / "no longer needed"): `detail` holds it until the write names it
+            detail = answer if confirmed and not _NO.match(answer) and ASKS_TO_CONFIRM.search(said) else ""
             confirmed, request = is_confirmation(answer, said), said
             # a request the user said yes to, or a message that told the user how a change pays and got no other
             # method in answer ("the refund goes to your Mastercard ending 2478"), put its payment method to the user
@@ -343,7 +348,10 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
         if kind in ("read", "write") and needs_auth and action.name not in domain.catalog.auth_tools | NO_DATA_TOOLS:
             findings.append(Finding(step, "rule.before_auth", "auth_violation", "minor", ask_to_authenticate(domain)))
         if kind == "write":
-            if not confirmed or (first_write is not None and not covered(action, request, first_write)):
+            supplied = bool(detail) and any(
+                len(v) >= 3 and v.lower() in detail.lower() for v in action.kwargs.values() if isinstance(v, str)
+            )
+            if not (confirmed or supplied) or (first_write is not None and not covered(action, request, first_write)):
                 findings.append(
                     Finding(step, "rule.no_confirmation", "missing_confirmation", "minor", ask_to_confirm(action))
                 )
