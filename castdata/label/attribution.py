@@ -40,9 +40,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from castdata.envs import Domain
-from castdata.envs.database import plain
 from castdata.label.acts import TARGET_KEYS, record_ids, signature, specific_words, topic_words
-from castdata.label.catalogue import false_claim, products_of
+from castdata.label.catalogue import false_claim, products_of, record_items
 from castdata.label.findings import Finding
 from castdata.label.payments import payment_kind
 from castdata.label.replay import write_category
@@ -524,16 +523,12 @@ def _refuses_another_act(text: str, words: tuple[str, ...]) -> bool:
 def held_items(domain: Domain, action: Action) -> frozenset[str]:
     """The names (lowercased) of the items the records a write acts on hold in the domain's initial database
     (hindsight, for the verdict only: a refusal may name an item of a record the agent never read)."""
-    names = set()
-    for record in record_ids(action):
-        for table in domain.base.tables.values():
-            if record in table.blobs:
-                value = plain(table.load(record))
-                items = value.get("items") if isinstance(value, dict) else None
-                names |= {
-                    i["name"].lower() for i in items or () if isinstance(i, dict) and isinstance(i.get("name"), str)
-                }
-    return frozenset(names)
+    return frozenset(
+        item["name"].lower()
+        for record in record_ids(action)
+        for item in record_items(domain, record)
+        if isinstance(item.get("name"), str)
+    )
 
 
 def _refuses_item(paragraph: str, names: set[str]) -> bool:

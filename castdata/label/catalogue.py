@@ -97,19 +97,23 @@ def _item_ids(value: Any) -> list[str]:
     return [str(value)] if isinstance(value, str) else []
 
 
+def record_items(domain: Domain, record: str) -> list[dict[str, Any]]:
+    """The items a record (an order) holds in the domain's initial database (hindsight: read or not)."""
+    for table in domain.base.tables.values():
+        if record in table.blobs:
+            value = plain(table.load(record))
+            items = value.get("items") if isinstance(value, dict) else None
+            return [item for item in items or () if isinstance(item, dict)]
+    return []
+
+
 def products_of(domain: Domain, actions: list[Action]) -> list[Product]:
     """The products the writes act on: of the items they name or set, or, for a write that names none (a
     cancellation), of the items its records hold."""
     catalogue, items = _catalogue(domain), []
     for action in actions:
         named = _item_ids(action.kwargs.get("item_ids")) + _item_ids(action.kwargs.get("new_item_ids"))
-        items += named
-        for record in record_ids(action) if not named else ():
-            for table in domain.base.tables.values():
-                if record in table.blobs:
-                    value = plain(table.load(record))
-                    held = value.get("items") if isinstance(value, dict) else None
-                    items += [str(i.get("item_id")) for i in held or () if isinstance(i, dict)]
+        items += named or [str(i.get("item_id")) for r in record_ids(action) for i in record_items(domain, r)]
     found = [catalogue[item] for item in items if item in catalogue]
     return list({product.product_id: product for product in found}.values())
 
