@@ -464,19 +464,25 @@ def test_a_change_the_user_turned_down_when_offered_it_is_the_users(answer, user
     assert _faulted(ep, "fault.user_declined") == users
 
 
-def test_a_question_about_a_fact_offers_no_change_to_turn_down():
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "To proceed with your refund for the damaged bicycle, could you please confirm if it was part of order "
+        "#W3916020?",
+        "The bicycle of order #W3916020 is not available for a refund. I can help you look up your refund options; "
+        "would you like me to?",
+    ],
+    ids=["a question about a fact", "a refusal"],
+)
+def test_a_question_about_a_fact_or_a_refusal_offers_no_change_to_turn_down(asked):
     """Part 4's retail 53: "to proceed with your refund for the bicycle, could you confirm if it was part of this
-    order?" asks about a fact; the user's "I'm not sure" (no yes either) turns down nothing: the change left undone
-    stays the agent's."""
+    order?" asks about a fact, and part 7's retail 113 refused the change before offering other help; the user's
+    answer (no yes) turns down nothing: the change left undone stays the agent's."""
     ep = Script("retail", 53)  # the gold returns the bicycle of #W3916020 to the credit card
     ep.user("Hi, Sofia Li, 78260. My bicycle arrived damaged and I want a refund to my credit card.")
     ep.call("find_user_id_by_name_zip", first_name="Sofia", last_name="Li", zip="78260")
     ep.call("get_order_details", order_id="#W3916020")
-    ep.say(
-        "To proceed with your refund for the damaged bicycle, could you please confirm if it was part of order "
-        "#W3916020?",
-        "I'm not sure about the order number.",
-    )
+    ep.say(asked, "I'm not sure about the order number.")
     ep.say("Then I cannot help with the return. Anything else?", STOP)
     assert not _faulted(ep, "fault.user_declined")
 

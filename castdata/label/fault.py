@@ -546,18 +546,22 @@ _ASKS_ABOUT = re.compile(r"\bconfirm (?:if|whether)\b|\b(?:which|what|where|when
 
 
 def _offers_change(messages: list[dict], index: int, gold: Action, names: set[str]) -> bool:
-    """Whether agent message `index` offers the gold write itself and asks the user to go ahead: a sentence asks
-    to go ahead with its act (not about a fact: "could you confirm if the bicycle was in this order?"), a paragraph
-    names its record, or every item it acts on, with the words of its act, and the message sets out each new item
-    it sets (by id or description). A list of records to choose from offers none of them."""
+    """Whether agent message `index` offers the gold write itself and asks the user to go ahead: it refuses nothing,
+    a sentence asks to go ahead with its act (not about a fact: "could you confirm if the bicycle was in this
+    order?"), a paragraph names its record, or every item it acts on, with the words of its act, and the message
+    sets out each new item it sets (by id or description). A list of records to choose from offers none of them."""
     text = agent_text(messages[index])
     words = specific_words(gold.name)
-    if not (ASKS_TO_CONFIRM.search(text or "") or "?" in (text or "")) or not any(
-        (ASKS_TO_CONFIRM.search(sentence) or _OFFERS.search(sentence))
-        and any(word in sentence.lower() for word in words)
-        and not REFUSAL.search(sentence)
-        and not _ASKS_ABOUT.search(sentence)
-        for sentence in sentences(text or "")
+    if (
+        not (ASKS_TO_CONFIRM.search(text or "") or "?" in (text or ""))
+        or REFUSAL.search(text or "")
+        or not any(
+            (ASKS_TO_CONFIRM.search(sentence) or _OFFERS.search(sentence))
+            and any(word in sentence.lower() for word in words)
+            and not REFUSAL.search(sentence)
+            and not _ASKS_ABOUT.search(sentence)
+            for sentence in sentences(text or "")
+        )
     ):
         return False  # no sentence offers the act: a question about a fact offers nothing
     if not any(
