@@ -1,9 +1,9 @@
 """The labeler against careful human judgement on real agents' episodes (tests/golden_real: seven parts, each judged
 by two annotators before the labeler was run on it). The bounds are today's measured levels per part
 (benchmarks/README.md), kept as floors: a change that makes labels on real trajectories worse fails here. The
-issue's first-error target (90%) is met on part 1 only, and its flag precision target (95%) on parts 2 and 5 only;
-parts 4, 5, 6 and 7, other agents, were measured once before any rule was written from them (22.2% / 83.3%, 44.7% /
-95.2%, 46.2% / 85.7% and 41.4% / 83.3%)."""
+issue's first-error target (90%) is met on part 1 only; its flag precision target (95%) on parts 2, 4, 5 and 7 and on
+all seven together (114 of 120). Parts 4, 5, 6 and 7, other agents, were measured once before any rule was written
+from them (22.2% / 83.3%, 44.7% / 95.2%, 46.2% / 85.7% and 41.4% / 83.3%)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ GOLDEN = Path(__file__).parent / "golden_real"
 PARTS = json.loads((GOLDEN / "parts.json").read_text())  # each part: its judgements and result files
 # each part: its failed and successful episodes, its annotators per episode, and today's floors
 EXPECTED = {
-    "part 1": ((66, 34), 2, {"accuracy": 0.93, "close": 49, "no_blame": 16, "precision": 0.92, "false_alarms": 1}),
+    "part 1": ((66, 34), 2, {"accuracy": 0.95, "close": 49, "no_blame": 16, "precision": 0.92, "false_alarms": 1}),
     "part 2": ((40, 30), 2, {"accuracy": 0.87, "close": 31, "no_blame": 5, "precision": 0.95, "false_alarms": 0}),
     "part 3": ((34, 30), 2, {"accuracy": 0.82, "close": 18, "no_blame": 11, "precision": 0.87, "false_alarms": 2}),
-    "part 4": ((36, 24), 2, {"accuracy": 0.66, "close": 24, "no_blame": 1, "precision": 0.83, "false_alarms": 1}),
+    "part 4": ((36, 24), 2, {"accuracy": 0.83, "close": 29, "no_blame": 2, "precision": 0.95, "false_alarms": 0}),
     "part 5": ((38, 30), 2, {"accuracy": 0.78, "close": 25, "no_blame": 8, "precision": 0.95, "false_alarms": 0}),
-    "part 6": ((39, 30), 2, {"accuracy": 0.64, "close": 23, "no_blame": 4, "precision": 0.88, "false_alarms": 1}),
-    "part 7": ((29, 30), 2, {"accuracy": 0.41, "close": 13, "no_blame": 5, "precision": 0.83, "false_alarms": 2}),
+    "part 6": ((39, 30), 2, {"accuracy": 0.71, "close": 26, "no_blame": 4, "precision": 0.88, "false_alarms": 1}),
+    "part 7": ((29, 30), 2, {"accuracy": 0.62, "close": 15, "no_blame": 5, "precision": 0.95, "false_alarms": 0}),
 }
 
 
