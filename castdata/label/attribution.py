@@ -8,19 +8,23 @@ change or never told a required answer. Real agents commit to the error earlier,
   offered it before, when they name the write's wrong values (or, for an act gold never makes, its target or the
   flights or items it sets). The error is the first of those messages, unless the write made the plan's next
   needed write on its record fail (the items changed before the address): then the write itself is the error
-  (`replay.blocked_later_write`, `wrong_sequence`). A write made on no yes of its own (after a
-  failed try or a payment question), or on a yes to a message that named none of its wrong values ("proceed with
-  both exchanges?"), carries out the latest plan naming them that the user said yes to. A write whose wrong values no message named is its own error;
+  (`replay.blocked_later_write`, `wrong_sequence`). A write made on no yes of its own (after a failed try or a
+  payment question), or on a yes to a message that named none of its wrong values ("proceed with both
+  exchanges?"), carries out the latest plan naming them that the user said yes to. A write whose wrong values no
+  message named is its own error;
 - **a refusal**: a needed change never made, after the agent had looked at the record it concerns and told the
   user it cannot be done (naming the record, the act, or in one paragraph an item the change acts on), and never
   tried it or asked to confirm it after, or after it kept requiring a record's id the user said it does not have,
   instead of looking the record up, or after it refused to look the user up by the details of an auth tool the
-  user had given (a name and zip code), authenticating nobody (`wrong_refusal`). An offer of a transfer, or of the act on a condition the user
-  must meet ("if you can recall the address"), offers nothing. A refusal that reports the error of the agent's
-  own failed write, made since the user's last turn, rests on that write: the write is the error; a failed try the
-  agent went on pursuing with the user, then gave up, was dropped at the refusal; an act the gold solution never
-  makes, which the user asked for in answer to the agent's message declining the needed one or saying it falls
-  short ("would not bring the total below $1131"), began at that message;
+  user had given (a name and zip code), authenticating nobody (`wrong_refusal`). An offer of a transfer, or of the
+  act on a condition the user must meet ("if you can recall the address"), offers nothing. A refusal that reports
+  the error of the agent's own failed write, made since the user's last turn, rests on that write: the write is
+  the error; a failed try the agent went on pursuing with the user, then gave up, was dropped at the refusal; an
+  act the gold solution never makes, which the user asked for in answer to the agent's message declining the
+  needed one or saying it falls short ("would not bring the total below $1131"), began at that message;
+- **a false word about a product's variants**: any critical error but one of timing began earlier where the agent
+  told the user something about the variants of a product its writes act on that the catalogue disproves ("the
+  largest size available is 50ml"; `castdata.label.catalogue`, `said.catalogue`);
 - **a wrong answer**: a required answer never told, where the agent answered the user's question with another
   value, or refused to (`misread_observation` / `wrong_refusal`), also when the user asked only after the closing
   message the replay charged;
@@ -886,7 +890,7 @@ def _blocked_try(trajectory: Trajectory, domain: Domain, step: int, action: Acti
             return None
         others = [
             c.action for at, c in tool_turns(messages[:later]) if at != step and domain.tool_kind(c.name) == "write"
-        ]
+        ]  # every write made before the failed try but this one: would the try have succeeded then?
         task = domain.task(trajectory.split, trajectory.task_id)
         return blocked if domain.replay([*others, call.action], task=task).calls[-1].result.ok else None
     return None

@@ -65,7 +65,8 @@ _YES = re.compile(  # "I'll go ahead and prepare the items" speaks of the user's
 )
 # consent that is a yes only as the answer to a request to confirm ("Sure, my user id is ..." answers a question)
 _SOFT_YES = re.compile(
-    r"\b((?<!not )(?<!n't )(?<!n\u2019t )sure|ok|okay|fine|alright|all right|sounds good|sounds great|that works|works for me|correct|absolutely|"
+    r"\b((?<!not )(?<!n't )(?<!n\u2019t )sure|ok|okay|fine|alright|all right|sounds good|sounds great|that works|"
+    r"works for me|correct|absolutely|"
     r"of course|that's right|perfect|looks? (?:good|great|right|correct|fine)|"
     # the act asked for in so many words ("No longer needed. Please cancel it.")
     r"please (?:cancel|return|exchange|modify|change|update|book|process|upgrade) (?:it|them|both|that|those|the|my))\b",
