@@ -43,7 +43,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from castdata.envs import Domain
+from castdata.envs import Domain, Task
 from castdata.label.acts import TARGET_KEYS, record_ids, signature, specific_words, topic_words
 from castdata.label.catalogue import false_claim, products_of, record_items
 from castdata.label.findings import Finding
@@ -617,11 +617,12 @@ def refused_authentication(messages: list[dict[str, Any]], before: int, calls: l
     names = {call.name for call in calls}
     if any(call.name in names and not call_failed(messages, step) for step, call in tool_turns(messages)):
         return None
+    said = ""  # what the user said so far
     for index in range(1, before):
-        said = said_by_user(messages, index + 1).lower()
-        if messages[index]["role"] != "user" or not any(
-            all(str(value).lower() in said for value in call.kwargs.values()) for call in calls
-        ):
+        if messages[index]["role"] != "user":
+            continue
+        said += "\n" + (messages[index]["content"] or "").lower()
+        if not any(all(str(value).lower() in said for value in call.kwargs.values()) for call in calls):
             continue
         reply = next((i for i in range(index + 1, before) if messages[i]["role"] != "tool"), None)
         if reply is not None and is_agent_text(messages[reply]) and REFUSAL.search(messages[reply]["content"]):
@@ -784,7 +785,10 @@ def attribute(trajectory: Trajectory, findings: list[Finding], domain: Domain) -
                 finding = Finding(
                     pursued, "replay.hand_off_needed", "wrong_tool", "critical", hand_off, hand_off, action
                 )
-            elif action is not None and (blocked := _blocked_try(trajectory, domain, finding.step, action)) is not None:
+            elif (
+                action is not None
+                and (blocked := _blocked_try(trajectory, domain, task, finding.step, action)) is not None
+            ):
                 finding = Finding(
                     finding.step, "replay.blocked_later_write", "wrong_sequence", "critical", blocked, blocked
                 )
@@ -869,7 +873,7 @@ _ORDER_SIGNALS = (
 )
 
 
-def _blocked_try(trajectory: Trajectory, domain: Domain, step: int, action: Action) -> Action | None:
+def _blocked_try(trajectory: Trajectory, domain: Domain, task: Task, step: int, action: Action) -> Action | None:
     """The gold write the agent tried next on the record the write at `step` changed, which then failed and would
     have succeeded without that write, when the plan the user said yes to had named its act (the items changed
     before the address, which the change of items locked): the write itself is the error, whatever its proposal
@@ -891,7 +895,6 @@ def _blocked_try(trajectory: Trajectory, domain: Domain, step: int, action: Acti
         others = [
             c.action for at, c in tool_turns(messages[:later]) if at != step and domain.tool_kind(c.name) == "write"
         ]  # every write made before the failed try but this one: would the try have succeeded then?
-        task = domain.task(trajectory.split, trajectory.task_id)
         return blocked if domain.replay([*others, call.action], task=task).calls[-1].result.ok else None
     return None
 

@@ -23,6 +23,7 @@ from typing import Any
 from castdata.envs import Domain
 from castdata.envs.database import plain
 from castdata.label.acts import record_ids
+from castdata.messages import is_agent_text
 from castdata.records import Action
 
 _CLAUSES = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,?\s+but\s+|,\s*while\s+|,\s*whereas\s+")
@@ -189,13 +190,12 @@ def _beyond_price(clause: str, witness: Variant) -> bool:
     return bool(_CHEAPEST.search(clause)) and witness.price < min(claimed)
 
 
-def _contradicts(clause: str, product: Product, witness: Variant, needed: bool) -> bool:
-    """Whether one clause makes a claim about the product's available variants that the witness disproves (a price
-    claim only by a variant the gold solution sets, `needed`: the cheapest of what the user asked for need not be
-    the cheapest of all)."""
-    if "?" in clause or not _AVAILABLE.search(clause) or not _within_price(clause, witness):
+def _contradicts(clause: str, named: dict[str, set[str]], product: Product, witness: Variant, needed: bool) -> bool:
+    """Whether a clause about availability, naming the product's option values `named`, makes a claim about its
+    variants that the witness disproves (a price claim only by a variant the gold solution sets, `needed`: the
+    cheapest of what the user asked for need not be the cheapest of all)."""
+    if not _within_price(clause, witness):
         return False
-    named = _named(clause, product)
     if named and (_beyond_limit(clause, named, witness) or (needed and _beyond_price(clause, witness))):
         return True
     if named and _ONLY.search(clause):  # "only size S": the witness matches the rest and differs in one
@@ -210,6 +210,12 @@ def _contradicts(clause: str, product: Product, witness: Variant, needed: bool) 
         return all(witness.option(key) in values for key, values in named.items())
     # "there are no other available speaker variants"
     return bool(re.search(r"\bother\b", clause, re.I)) and product.name.lower() in clause.lower()
+
+
+def _disproved(clause: str, product: Product, witnesses: list[Variant], needed: bool) -> bool:
+    """Whether one of the witnesses disproves what a clause about availability claims of the product's variants."""
+    named = _named(clause, product)  # the clause's option values, read once for every witness
+    return any(_contradicts(clause, named, product, witness, needed) for witness in witnesses)
 
 
 def _names_product(text: str, product: Product) -> bool:
@@ -242,12 +248,13 @@ def false_claim(messages: list[dict[str, Any]], before: int, products: list[Prod
         if shown is None:
             continue
         for index in range(shown + 1, before if found is None else found):
-            message = messages[index]
-            text = message.get("content") if message["role"] == "assistant" and not message.get("tool_calls") else None
+            text = messages[index]["content"] if is_agent_text(messages[index]) else None
             if not text or not _names_product(text, product):
                 continue  # a claim about another product's variants
-            unsaid = [w for w in witnesses if text and w.item_id not in text]
-            if any(_contradicts(clause, product, w, needed) for clause in _CLAUSES.split(text or "") for w in unsaid):
+            unsaid = [w for w in witnesses if w.item_id not in text]
+            # a claim speaks of availability, and a question claims nothing
+            clauses = [c for c in _CLAUSES.split(text) if "?" not in c and _AVAILABLE.search(c)]
+            if any(_disproved(clause, product, unsaid, needed) for clause in clauses):
                 found = index
                 break
     return found

@@ -539,8 +539,6 @@ def _user_declined(trajectory: Trajectory, gold: Action) -> bool:
 _PUTS_OFF = re.compile(  # an answer that puts the change off: "I'll handle the expensive one later"
     r"\b(?:later|another time|reach out again|come back|get back to you|not now|for now|hold off)\b", re.I
 )
-
-
 _OFFERS = re.compile(r"\bwould you (?:like|prefer|want) to\b|\bi (?:can|could|will)\b|\bi'll\b", re.I)
 _ASKS_ABOUT = re.compile(r"\bconfirm (?:if|whether)\b|\b(?:which|what|where|when)\b", re.I)  # "confirm if it was..."
 
@@ -553,14 +551,13 @@ def _offers_change(messages: list[dict], index: int, gold: Action, names: set[st
     text = agent_text(messages[index])
     words = specific_words(gold.name)
     if (
-        not (ASKS_TO_CONFIRM.search(text or "") or "?" in (text or ""))
-        or REFUSAL.search(text or "")
+        not (ASKS_TO_CONFIRM.search(text) or "?" in text)
+        or REFUSAL.search(text)
         or not any(
             (ASKS_TO_CONFIRM.search(sentence) or _OFFERS.search(sentence))
             and any(word in sentence.lower() for word in words)
-            and not REFUSAL.search(sentence)
             and not _ASKS_ABOUT.search(sentence)
-            for sentence in sentences(text or "")
+            for sentence in sentences(text)
         )
     ):
         return False  # no sentence offers the act: a question about a fact offers nothing

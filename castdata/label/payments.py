@@ -51,6 +51,16 @@ def payment_ids(action: Action) -> list[str]:
     return found
 
 
+def names_a_method(text: str) -> bool:
+    """Whether a text names some payment method: an id, a kind in words ("my PayPal"), or the original one."""
+    lowered = text.lower()
+    return (
+        re.search(rf"\b(?:{'|'.join(PAYMENT_WORDS)})_\d+", text) is not None
+        or any(word in lowered for words in PAYMENT_WORDS.values() for word in words)
+        or _ORIGINAL.search(text) is not None
+    )
+
+
 def names_payment(text: str, payment_id: str) -> bool:
     """Whether a text names a payment method: its id, its trailing digits, its kind in words, or the original one."""
     lowered = text.lower()

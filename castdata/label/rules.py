@@ -50,7 +50,7 @@ from castdata.envs import RESPOND, Domain
 from castdata.envs.reproduce import replay_record
 from castdata.label.acts import signature, topic_words
 from castdata.label.findings import Finding
-from castdata.label.payments import PAYMENT_WORDS, names_payment, payment_ids
+from castdata.label.payments import names_a_method, names_payment, payment_ids
 from castdata.label.policy_rules import cabin_set, cancellation, compensation, forbidden_write, item_swap
 from castdata.messages import call_failed, first_call, tool_turns
 from castdata.records import Action, Trajectory
@@ -315,7 +315,7 @@ def rule_findings(trajectory: Trajectory, domain: Domain) -> list[Finding]:
             confirmed, request = is_confirmation(answer, said), said
             # a request the user said yes to, or a message that told the user how a change pays and got no other
             # method in answer ("the refund goes to your Mastercard ending 2478"), put its payment method to the user
-            told = confirmed or not any(names_payment(answer, f"{kind}_0") for kind in PAYMENT_WORDS)
+            told = confirmed or not names_a_method(answer)
             agreed += "\n" + answer + ("\n" + said if told else "")
             first_write = None
             continue
