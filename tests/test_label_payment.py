@@ -7,7 +7,7 @@ import pytest
 from golden.script import STOP, Script
 
 from castdata.label.hindsight import judge
-from castdata.label.payments import names_payment, payment_ids
+from castdata.label.payments import names_a_method, names_payment, payment_ids
 from castdata.records import Action
 
 
@@ -20,6 +20,14 @@ def test_a_payment_method_is_named_by_its_id_number_kind_or_as_the_original_one(
     assert not names_payment("Since your original payment was $2787, you get $2580 back.", "gift_card_8887175")
     assert not names_payment("Use my PayPal, please.", "gift_card_8887175")
     assert not names_payment("Order 188871750 is pending.", "gift_card_8887175")  # digits inside another number
+
+
+def test_a_text_names_some_payment_method_by_id_kind_or_as_the_original_one():
+    assert names_a_method("Could the refund go to my credit card instead?")
+    assert names_a_method("Use gift_card_8887175.")
+    assert names_a_method("Just put it back on the original payment method, please.")
+    assert not names_a_method("Which flights are they, exactly?")
+    assert not names_a_method("I have 0 other questions.")  # a lone digit names no method
 
 
 def test_the_payment_ids_of_a_call_include_a_bookings_list_of_methods():
