@@ -101,6 +101,32 @@ def test_episodes_that_do_not_reproduce_are_kept_marked_and_never_counted(retail
     assert trained["trajectories"] == 58 and trained["critic_prm"] <= 42  # marked episodes reach no training config
 
 
+def test_a_harness_tool_whose_only_call_failed_validation_is_an_extra_tool(tmp_path):
+    """The source harness ran its own helper and rejected the call's arguments: the tool existed there, so its
+    recorded reply is kept, not replayed as a tool castdata's domain lacks (which would mark the episode)."""
+    entry = next(e for e in _entries(RETAIL) if e["task_id"] == 0)
+    call = {"id": "call_x", "type": "function", "function": {"name": "get_return_refund_options", "arguments": "{}"}}
+    error = "Error: Error executing tool get_return_refund_options: 2 validation errors for Arguments\norder_id\n"
+    traj = entry["traj"]
+    entry["traj"] = [
+        *traj[:-1],
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_x", "name": "get_return_refund_options", "content": error},
+        traj[-1],
+    ]
+    source = tmp_path / "helper.json"
+    source.write_text(json.dumps([entry]))
+    manifest = import_tau_bench([source], tmp_path / "run", "retail")
+    (record,) = read_trajectories(tmp_path / "run")
+    assert record.imported.reproduced and manifest["extra_tools"] == ["get_return_refund_options"]
+    assert record.outcome.reward == 1.0
+
+    entry["traj"][-2]["content"] = "Unknown action get_return_refund_options"  # this harness lacked it too
+    source.write_text(json.dumps([entry]))
+    manifest = import_tau_bench([source], tmp_path / "lacked", "retail")
+    assert manifest["extra_tools"] == []
+
+
 def test_airline_observations_with_renamed_fields_reproduce_and_say_so(tmp_path):
     out = tmp_path / "airline"
     manifest = import_tau_bench([AIRLINE], out, "airline")

@@ -39,6 +39,7 @@ FORMAT = "tau-bench"
 STOP, TRANSFER = "###STOP###", "###TRANSFER###"
 MISSING = ["timestamps", "seeds", "token usage and latency", "tool schemas (the domain's are used)"]
 _UNKNOWN_TOOL_REPLIES = ("Unknown action", "Error")  # what a harness answers to a tool it does not have
+_RAN_TOOL = "Error executing tool {name}:"  # ... unless the error says it ran the tool (and its arguments failed)
 
 
 @dataclass
@@ -138,16 +139,18 @@ def convert_messages(traj: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
 
 
 def extra_tools(domain: Domain, messages: list[dict[str, Any]]) -> dict[str, set[str]]:
-    """Tools the source harness had and the domain lacks (their calls got a non-error result), with argument names."""
+    """Tools the source harness had and the domain lacks (their calls got a non-error result, or an error raised
+    while running them), with argument names."""
     found: dict[str, set[str]] = {}
     for step, message in enumerate(messages):
         for call in calls(message):
             name = call.name
             reply = messages[step + 1] if step + 1 < len(messages) else None
+            text = (reply or {}).get("content") or ""
             answered = (
                 reply is not None
                 and reply["role"] == "tool"
-                and not (reply["content"] or "").startswith(_UNKNOWN_TOOL_REPLIES)
+                and (not text.startswith(_UNKNOWN_TOOL_REPLIES) or _RAN_TOOL.format(name=name) in text)
             )
             if domain.tool_kind(name) == "unknown" and answered:
                 found.setdefault(name, set()).update(call.arguments)
